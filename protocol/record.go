@@ -1,0 +1,83 @@
+// Package protocol is Tether's wire format between tether-shim and its client.
+//
+// The shim writes a stream of records to its stdout; each record is one line
+// ("TYPE SEQ PAYLOAD\n"), at most MaxRecord bytes. The client writes commands
+// to the shim's stdin, one per line. PROTOCOL.md beside this file is the full
+// specification; this package is its only implementation, shared by both
+// programs.
+package protocol
+
+import "fmt"
+
+// Version is the protocol version this package speaks. A hello record with a
+// different version is rejected by the client.
+const Version = 1
+
+// MaxRecord is the largest record in bytes, including its trailing newline.
+// containerd writes a log line at every newline or 16 KiB, so records of this
+// size keep `kubectl logs` both prompt and complete.
+const MaxRecord = 16 * 1024
+
+// Type identifies a record. It is the record's first byte.
+type Type byte
+
+// Record types. Sequenced records (every type except TypeResumed and TypeAlive)
+// carry their byte offset in the record stream and can be replayed.
+const (
+	TypeHello   Type = 'h' // handshake, always the record at offset 0 (JSON Hello)
+	TypeOutput  Type = 'o' // a complete line of script output; the record's newline is the line's
+	TypePartial Type = 'p' // script output without a newline: a partial line or a piece of a long one
+	TypeBegin   Type = 'b' // a script is starting (JSON Begin)
+	TypeStatus  Type = 's' // a script finished (JSON Status)
+	TypeJob     Type = 'j' // a job finished (JSON JobDone)
+	TypeError   Type = 'e' // a command was rejected (JSON ErrorRecord)
+	TypeExit    Type = 'x' // the shim is exiting; always its last record (JSON Exit)
+	TypeResumed Type = 'r' // unsequenced answer to a resume command (JSON Resumed)
+	TypeAlive   Type = 'a' // unsequenced answer to a ping command (JSON Alive)
+)
+
+// Unsequenced is the Seq of records that are not part of the replayable
+// stream (TypeResumed and TypeAlive). On the wire it is written as "-".
+const Unsequenced int64 = -1
+
+// Sequenced reports whether records of type t carry an offset and are stored
+// for replay.
+func (t Type) Sequenced() bool { return t != TypeResumed && t != TypeAlive }
+
+// Known reports whether t is a record type of this protocol version.
+func (t Type) Known() bool {
+	switch t {
+	case TypeHello, TypeOutput, TypePartial, TypeBegin, TypeStatus, TypeJob,
+		TypeError, TypeExit, TypeResumed, TypeAlive:
+		return true
+	}
+	return false
+}
+
+// IsOutput reports whether records of type t carry script output bytes.
+func (t Type) IsOutput() bool { return t == TypeOutput || t == TypePartial }
+
+func (t Type) String() string {
+	if t >= 0x21 && t < 0x7f {
+		return string(rune(t))
+	}
+	return fmt.Sprintf("0x%02x", byte(t))
+}
+
+// Record is one decoded record.
+type Record struct {
+	// Type is what the record is.
+	Type Type
+	// Seq is the record's byte offset in the record stream, or Unsequenced.
+	Seq int64
+	// Size is the record's encoded length including its newline; the next
+	// sequenced record starts at Seq+Size.
+	Size int
+	// Payload is the decoded payload: the exact output bytes for output
+	// records (with the newline for TypeOutput), JSON for the others. It is
+	// only valid until the decoder's next call.
+	Payload []byte
+}
+
+// Next returns the offset of the sequenced record that follows r.
+func (r Record) Next() int64 { return r.Seq + int64(r.Size) }
