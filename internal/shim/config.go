@@ -1,0 +1,158 @@
+package shim
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is tether-shim's configuration. Every field has a flag and an
+// environment variable (TETHER_ + the flag name in capitals, '-' → '_');
+// a flag given on the command line wins over the environment.
+type Config struct {
+	// Shell runs each script ("" = bash if present, else sh).
+	Shell string
+	// Deadline is when the shim stops the job and exits (zero = none).
+	Deadline time.Time
+	// Grace is the time between SIGTERM and SIGKILL when stopping a script.
+	Grace time.Duration
+	// TTLFile is a downward-API annotations file holding the TTL annotation.
+	TTLFile string
+	// Created is the time the TTL counts from (zero = shim start).
+	Created time.Time
+	// IdleTimeout ends the shim when no script runs and no command or ping
+	// came for this long (0 = never).
+	IdleTimeout time.Duration
+	// ExitOnStdinEOF ends the shim once stdin is closed and queued work is done.
+	ExitOnStdinEOF bool
+	// DrainTimeout bounds the wait for output held open by background children.
+	DrainTimeout time.Duration
+	// KillLeftovers kills a finished script's process group after the drain.
+	KillLeftovers bool
+	// TTY runs scripts under a raw pseudo-terminal.
+	TTY bool
+	// SpoolDir keeps the whole record stream in a file for replay ("" = memory).
+	SpoolDir string
+	// ReplayBytes is the size of the memory replay window.
+	ReplayBytes int64
+	// FlushDelay is how long an unfinished output line waits for its end.
+	FlushDelay time.Duration
+	// LogLevel is the level of diagnostics written to stderr.
+	LogLevel slog.Level
+	// Start is when the shim started; deadlines in seconds count from it.
+	Start time.Time
+}
+
+// TTLAnnotation is the pod annotation holding the TTL in seconds (seed 001).
+const TTLAnnotation = "cleaner.kubernetes.gitlab.org/ttl"
+
+// ParseConfig parses tether-shim's flags and environment. Usage and errors
+// go to stderr; flag.ErrHelp is returned for --help.
+func ParseConfig(args []string, getenv func(string) string, stderr io.Writer, now time.Time) (*Config, error) {
+	cfg := &Config{Start: now}
+	fs := flag.NewFlagSet("tether-shim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	deadline := fs.String("deadline", "", "stop the job and exit at this time: RFC 3339, or seconds from start (0 or empty = no deadline)")
+	created := fs.String("created", "", "RFC 3339 time the TTL counts from (default: shim start)")
+	onEOF := fs.String("on-stdin-eof", "exit", "what to do when stdin closes: exit (after queued work) or wait")
+	replay := fs.String("replay-bytes", "4194304", "memory replay window in bytes (used without --spool-dir)")
+	logLevel := fs.String("log-level", "info", "diagnostics on stderr: debug, info, warn, error")
+	fs.StringVar(&cfg.Shell, "shell", "", "shell that runs each script (default: bash if found, else sh)")
+	fs.DurationVar(&cfg.Grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when a script is stopped")
+	fs.StringVar(&cfg.TTLFile, "ttl-file", "", "downward-API annotations file; the "+TTLAnnotation+" annotation (seconds) ends the shim")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "exit when no script runs and no command or ping arrived for this long (0 = never)")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 2*time.Second, "how long to wait for output held open by a finished script's background children")
+	fs.BoolVar(&cfg.KillLeftovers, "kill-leftovers", false, "SIGKILL a finished script's process group after the drain")
+	fs.BoolVar(&cfg.TTY, "tty", false, "run scripts under a raw pseudo-terminal")
+	fs.StringVar(&cfg.SpoolDir, "spool-dir", "", "keep the whole record stream in DIR/records for replay (default: memory window)")
+	fs.DurationVar(&cfg.FlushDelay, "flush-delay", 20*time.Millisecond, "how long an unfinished output line waits for its end before it is sent")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: tether-shim [flags]        serve: script paths and commands on stdin, records on stdout
+       tether-shim copy DEST      copy this binary to DEST (for an init container)
+       tether-shim version
+
+Every flag can also be set with the environment variable shown in brackets.
+
+`)
+		fs.VisitAll(func(f *flag.Flag) {
+			fmt.Fprintf(stderr, "  --%s [%s]\n    \t%s (default %q)\n", f.Name, envName(f.Name), f.Usage, f.DefValue)
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return nil, fmt.Errorf("unexpected argument %q: tether-shim reads script paths from stdin", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); v != "" && !set[f.Name] && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("environment %s=%q: %w", envName(f.Name), v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	var err error
+	if cfg.Deadline, err = parseDeadline(*deadline, now); err != nil {
+		return nil, err
+	}
+	if *created != "" {
+		if cfg.Created, err = time.Parse(time.RFC3339, *created); err != nil {
+			return nil, fmt.Errorf("--created %q is not an RFC 3339 time: %w", *created, err)
+		}
+	}
+	switch *onEOF {
+	case "exit":
+		cfg.ExitOnStdinEOF = true
+	case "wait":
+	default:
+		return nil, fmt.Errorf("--on-stdin-eof %q: want exit or wait", *onEOF)
+	}
+	if cfg.ReplayBytes, err = strconv.ParseInt(*replay, 10, 64); err != nil || cfg.ReplayBytes < 0 {
+		return nil, fmt.Errorf("--replay-bytes %q is not a non-negative number of bytes", *replay)
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", *logLevel, err)
+	}
+	for name, d := range map[string]time.Duration{"grace": cfg.Grace, "idle-timeout": cfg.IdleTimeout, "drain-timeout": cfg.DrainTimeout, "flush-delay": cfg.FlushDelay} {
+		if d < 0 {
+			return nil, fmt.Errorf("--%s %v is negative", name, d)
+		}
+	}
+	if cfg.FlushDelay == 0 {
+		cfg.FlushDelay = time.Millisecond
+	}
+	return cfg, nil
+}
+
+func envName(flagName string) string {
+	return "TETHER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func parseDeadline(v string, now time.Time) (time.Time, error) {
+	if v == "" || v == "0" {
+		return time.Time{}, nil
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs < 0 {
+			return time.Time{}, fmt.Errorf("--deadline %q is negative", v)
+		}
+		return now.Add(time.Duration(secs * float64(time.Second))), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, errors.New("--deadline " + strconv.Quote(v) + ": want seconds from start or an RFC 3339 time")
+	}
+	return t, nil
+}

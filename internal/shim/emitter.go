@@ -1,0 +1,141 @@
+package shim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// errClosed marks an emitter after the final record.
+var errClosed = errors.New("record stream closed after the final record")
+
+// emitter is the only writer of the shim's stdout. Every record passes
+// through it, is numbered by the encoder, stored for replay and written
+// in one write per batch.
+type emitter struct {
+	mu    sync.Mutex
+	out   io.Writer
+	enc   *protocol.Encoder
+	store replayStore
+	buf   []byte
+	err   error // first write error; the stream is unusable after it
+	log   *slog.Logger
+	// failed is closed on the first write error so the shim can stop.
+	failed chan struct{}
+}
+
+func newEmitter(out io.Writer, store replayStore, log *slog.Logger) *emitter {
+	return &emitter{out: out, enc: protocol.NewEncoder(), store: store, log: log, failed: make(chan struct{})}
+}
+
+// write stores and sends b, which holds sequenced records. Called with mu held.
+func (e *emitter) write(b []byte, sequenced bool) {
+	if e.err != nil || len(b) == 0 {
+		return
+	}
+	if sequenced {
+		if err := e.store.Append(b); err != nil {
+			e.fail(err)
+			return
+		}
+	}
+	if _, err := e.out.Write(b); err != nil {
+		e.fail(fmt.Errorf("write records to stdout: %w", err))
+	}
+}
+
+func (e *emitter) fail(err error) {
+	e.err = err
+	e.log.Error("record stream failed", "err", err)
+	close(e.failed)
+}
+
+// Output sends script output bytes.
+func (e *emitter) Output(data []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.buf = e.enc.AppendOutput(e.buf[:0], data)
+	e.write(e.buf, true)
+	if cap(e.buf) > 1<<20 {
+		e.buf = nil // do not pin a huge buffer
+	}
+}
+
+// Record sends a sequenced JSON record.
+func (e *emitter) Record(t protocol.Type, v any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var err error
+	e.buf, err = e.enc.AppendJSON(e.buf[:0], t, v)
+	if err != nil {
+		e.log.Error("cannot encode record", "type", t.String(), "err", err)
+		return
+	}
+	e.write(e.buf, true)
+}
+
+// Unsequenced sends an unsequenced JSON record (not stored for replay).
+func (e *emitter) Unsequenced(t protocol.Type, v any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.unsequenced(t, v)
+}
+
+func (e *emitter) unsequenced(t protocol.Type, v any) {
+	var err error
+	e.buf, err = protocol.AppendUnsequenced(e.buf[:0], t, v)
+	if err != nil {
+		e.log.Error("cannot encode record", "type", t.String(), "err", err)
+		return
+	}
+	e.write(e.buf, false)
+}
+
+// Offset returns the current end of the sequenced stream.
+func (e *emitter) Offset() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.enc.Offset()
+}
+
+// Resume answers a resume command: a resumed record with the nonce, then the
+// stored records from `from` to the current end, all while holding the lock
+// so no live record can slip in between.
+func (e *emitter) Resume(nonce string, from int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	end := e.enc.Offset()
+	ans := protocol.Resumed{Nonce: nonce, From: from, End: end, Oldest: e.store.Oldest()}
+	switch {
+	case from > end:
+		ans.Error = fmt.Sprintf("offset %d is past the end of the stream (%d)", from, end)
+	case from < ans.Oldest:
+		ans.Error = fmt.Sprintf("output before offset %d is no longer retained (replay window exceeded; run the shim with --spool-dir to keep everything)", ans.Oldest)
+	}
+	e.unsequenced(protocol.TypeResumed, ans)
+	if ans.Error != "" || e.err != nil {
+		return
+	}
+	if err := e.store.CopyRange(e.out, from, end); err != nil {
+		e.fail(fmt.Errorf("replay records: %w", err))
+	}
+}
+
+// Close writes the final record and refuses every record after it (output
+// of background children that outlive the shim's decision to exit).
+func (e *emitter) Close(x protocol.Exit) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var err error
+	e.buf, err = e.enc.AppendJSON(e.buf[:0], protocol.TypeExit, x)
+	if err == nil {
+		e.write(e.buf, true)
+	}
+	if e.err == nil {
+		e.err = errClosed
+	}
+}

@@ -1,0 +1,62 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/tether-ci/tether/internal/reaper"
+	"github.com/tether-ci/tether/internal/version"
+)
+
+// Main is tether-shim's entry point; it returns the process exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "version", "--version":
+			fmt.Fprintln(stdout, "tether-shim", version.Version)
+			return 0
+		case "copy":
+			if len(args) != 2 {
+				fmt.Fprintln(stderr, "usage: tether-shim copy DEST")
+				return 2
+			}
+			if err := copySelf(args[1]); err != nil {
+				fmt.Fprintln(stderr, "tether-shim:", err)
+				return 1
+			}
+			return 0
+		}
+	}
+	cfg, err := ParseConfig(args, os.Getenv, stderr, time.Now())
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "tether-shim:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	signals, stopSignals := Signals()
+	defer stopSignals()
+	rp := reaper.New()
+	if os.Getpid() != 1 {
+		if err := setSubreaper(); err != nil {
+			log.Warn("cannot become a child subreaper; orphans will not be reaped by the shim", "err", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go rp.Run(ctx)
+	s, err := New(cfg, rp, stdout, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "tether-shim:", err)
+		return 2
+	}
+	return s.Serve(ctx, stdin, signals)
+}

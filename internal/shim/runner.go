@@ -1,0 +1,205 @@
+package shim
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tether-ci/tether/internal/reaper"
+	"github.com/tether-ci/tether/protocol"
+)
+
+// runner runs one script at a time: its own process group, stdin
+// /dev/null, stdout and stderr on one pipe (or a pty) pumped to the emitter.
+type runner struct {
+	cfg    *Config
+	shell  string
+	reaper *reaper.Reaper
+	em     *emitter
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	current *process
+}
+
+// process is a running script.
+type process struct {
+	script string
+	pgid   int
+	done   chan struct{} // closed when the script's main process exited
+
+	mu     sync.Mutex
+	reason string // why the shim stopped it, for the status record
+}
+
+// stop sends SIGTERM to the script's process group and SIGKILL after grace
+// if the script is still running then. The first reason given is kept.
+func (p *process) stop(grace time.Duration, reason string) {
+	p.mu.Lock()
+	if p.reason != "" {
+		p.mu.Unlock()
+		return
+	}
+	p.reason = reason
+	p.mu.Unlock()
+	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	_ = syscall.Kill(-p.pgid, syscall.SIGCONT) // a stopped group could not act on TERM
+	go func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-p.done:
+		case <-t.C:
+			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		}
+	}()
+}
+
+func (p *process) stopReason() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reason
+}
+
+// running returns the running script, or nil.
+func (r *runner) running() *process {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current
+}
+
+// signal forwards sig to the running script's process group.
+func (r *runner) signal(sig syscall.Signal) {
+	if p := r.running(); p != nil {
+		r.log.Debug("forwarding signal", "signal", signalName(sig), "pgid", p.pgid)
+		_ = syscall.Kill(-p.pgid, sig)
+	}
+}
+
+// run runs script and returns its status after emitting the begin and
+// status records. stopped reports a stop requested before the script could
+// start (the script is then not run).
+func (r *runner) run(script, phase, job string, stopped func() string) protocol.Status {
+	r.em.Record(protocol.TypeBegin, protocol.Begin{Script: script, Phase: phase, Job: job})
+	st := r.exec(script, stopped)
+	st.Phase, st.Job = phase, job
+	r.em.Record(protocol.TypeStatus, st)
+	return st
+}
+
+func (r *runner) exec(script string, stopped func() string) protocol.Status {
+	st := protocol.Status{Script: script}
+	if code, msg := checkScript(script); code != 0 {
+		st.CommandExitCode, st.Error = code, msg
+		return st
+	}
+	if r.shell == "" {
+		st.CommandExitCode, st.Error = codeNotFound, "no shell to run the script with: set --shell"
+		return st
+	}
+	out, childOut, err := r.outputPipe()
+	if err != nil {
+		st.CommandExitCode, st.Error = codeCannotExecute, err.Error()
+		return st
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		out.Close()
+		childOut.Close()
+		st.CommandExitCode, st.Error = codeCannotExecute, fmt.Sprintf("open %s for the script's stdin: %v", os.DevNull, err)
+		return st
+	}
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	if r.cfg.TTY {
+		sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
+	}
+	attr := &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{devnull.Fd(), childOut.Fd(), childOut.Fd()},
+		Sys:   sys,
+	}
+	p := &process{script: script, done: make(chan struct{})}
+	start := time.Now()
+	var exited <-chan reaper.Exit
+	r.mu.Lock()
+	if reason := stopped(); reason != "" {
+		r.mu.Unlock()
+		devnull.Close()
+		childOut.Close()
+		out.Close()
+		st.CommandExitCode, st.Error = 130, reason+" before the script started"
+		return st
+	}
+	p.pgid, exited, err = r.reaper.Start(func() (int, error) {
+		return syscall.ForkExec(r.shell, []string{r.shell, script}, attr)
+	})
+	if err == nil {
+		r.current = p
+	}
+	r.mu.Unlock()
+	devnull.Close()
+	childOut.Close()
+	if err != nil {
+		out.Close()
+		st.CommandExitCode, st.Error = codeCannotExecute, fmt.Sprintf("start %s %s: %v", r.shell, script, err)
+		return st
+	}
+
+	pumped := make(chan struct{})
+	go func() {
+		pump(out, r.em, r.cfg.FlushDelay)
+		close(pumped)
+	}()
+	exit := <-exited
+	close(p.done)
+	r.mu.Lock()
+	r.current = nil
+	r.mu.Unlock()
+	st.DurationMS = time.Since(start).Milliseconds()
+	st.CommandExitCode, st.Signal = exitCode(exit.Status)
+	st.Error = p.stopReason()
+
+	r.drain(p, out, pumped)
+	return st
+}
+
+// drain waits for the rest of the script's output. Background children
+// that inherited the output keep it open; after the drain timeout the
+// status is written anyway and their output keeps flowing as it comes
+// (or the group is killed with --kill-leftovers).
+func (r *runner) drain(p *process, out *os.File, pumped chan struct{}) {
+	t := time.NewTimer(r.cfg.DrainTimeout)
+	defer t.Stop()
+	select {
+	case <-pumped:
+	case <-t.C:
+		r.log.Info("background processes still hold the script's output open; continuing", "script", p.script, "pgid", p.pgid, "drain_timeout", r.cfg.DrainTimeout)
+	}
+	if r.cfg.KillLeftovers {
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		select {
+		case <-pumped:
+		case <-time.After(time.Second):
+			out.Close() // a child that left the group still holds it
+		}
+	}
+	go func() {
+		<-pumped
+		out.Close()
+	}()
+}
+
+// outputPipe returns the shim's read end and the script's write end.
+func (r *runner) outputPipe() (*os.File, *os.File, error) {
+	if r.cfg.TTY {
+		return openPty()
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("create output pipe: %w", err)
+	}
+	return rd, wr, nil
+}

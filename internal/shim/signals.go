@@ -1,0 +1,50 @@
+package shim
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// forwarded are the signals passed on to the running script's process
+// group. SIGTERM also ends the shim (forward, grace, exit).
+var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// Signals subscribes to the signals the shim handles and ignores the job
+// control signals that would otherwise stop it (SIGTSTP, SIGTTIN, SIGTTOU)
+// and SIGPIPE (a write error is handled instead). Only the listed signals are
+// subscribed: a bare signal.Notify would also catch SIGURG (Go preemption)
+// and SIGCHLD (the reaper's).
+func Signals() (<-chan os.Signal, func()) {
+	signal.Ignore(syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE)
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, forwarded...)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// onSignal forwards sig to the running script's group. For SIGTERM it
+// returns the halt reason: the shim stops the job (TERM, grace, KILL) and
+// exits 143.
+func (s *Shim) onSignal(sig os.Signal) (string, int, string) {
+	ss, ok := sig.(syscall.Signal)
+	if !ok {
+		return "", 0, ""
+	}
+	if ss == syscall.SIGTERM {
+		return "signal", 128 + int(ss), "the shim received SIGTERM (pod deletion or container stop)"
+	}
+	s.log.Info("forwarding signal to the running script", "signal", signalName(ss))
+	s.runner.signal(ss)
+	return "", 0, ""
+}
+
+// setSubreaper makes the process adopt orphaned descendants when it is not
+// PID 1 (for example in a pod with a shared process namespace), so the
+// reaper can reap them.
+func setSubreaper() error {
+	const prSetChildSubreaper = 36
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		return e
+	}
+	return nil
+}
