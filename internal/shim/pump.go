@@ -22,7 +22,7 @@ const flushSize = 16 * 1024
 // waits up to delay for the rest of it, then goes out as it is.
 func pump(f *os.File, em *emitter, delay time.Duration) {
 	buf := make([]byte, pumpBufSize)
-	held := 0            // buf[:held] is an unfinished line
+	held := 0             // buf[:held] is an unfinished line
 	var flushAt time.Time // when the held bytes must go out
 	deadlines := f.SetReadDeadline(time.Time{}) == nil
 	deadlineSet := false
