@@ -1,0 +1,122 @@
+package client
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// Job is what Run asks the shim to run, with CI job semantics: the main
+// scripts in order until the first one fails, then the after-scripts always.
+type Job struct {
+	// ID identifies the job to the shim, which runs an ID only once, so the
+	// session can resend the job after a reconnect. Run picks a random ID
+	// when it is empty.
+	ID string
+	// Scripts are the main scripts' paths as the shim sees them.
+	Scripts []string
+	// After are the after-scripts' paths, run after the main scripts
+	// whether they failed or not (and after a cancel).
+	After []string
+}
+
+// newJobID returns a random job ID.
+func newJobID() string { return "job-" + randomHex(8) }
+
+// randomHex returns n random bytes, hex-encoded.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+// Options configure a session. Only Output is required; zero durations take
+// the documented defaults.
+type Options struct {
+	// Output receives the job's output bytes, exactly as the scripts wrote
+	// them (stdout and stderr interleaved). Required.
+	Output io.Writer
+	// Events, if set, is called with progress events, from the session's
+	// reading goroutine; it must not block for long.
+	Events func(Event)
+	// Logger receives the session's diagnostics; nil discards them.
+	Logger *slog.Logger
+	// PingInterval is how often the session pings the shim. Default 5s.
+	PingInterval time.Duration
+	// StallTimeout is how long a connection may deliver nothing at all
+	// (not even a ping answer) before the session treats it as dead and
+	// reconnects. Default 30s.
+	StallTimeout time.Duration
+	// ReconnectMin and ReconnectMax bound the exponential reconnect backoff.
+	// Defaults 100ms and 5s.
+	ReconnectMin, ReconnectMax time.Duration
+	// ReconnectTimeout is how long the shim may stay unreachable before the
+	// session gives up with an error wrapping ErrNoResult. Default 2m.
+	ReconnectTimeout time.Duration
+	// CancelGrace is the TERM→KILL grace period sent with the cancel
+	// command; 0 keeps the shim's default (its --grace flag).
+	CancelGrace time.Duration
+	// CancelTimeout is how long the session waits for the job's result after
+	// sending cancel. Default 60s.
+	CancelTimeout time.Duration
+	// ExitShim makes the session send the exit command once the job's result
+	// arrived, and wait briefly for the shim's final record.
+	ExitShim bool
+}
+
+// Defaults of Options.
+const (
+	DefaultPingInterval     = 5 * time.Second
+	DefaultStallTimeout     = 30 * time.Second
+	DefaultReconnectMin     = 100 * time.Millisecond
+	DefaultReconnectMax     = 5 * time.Second
+	DefaultReconnectTimeout = 2 * time.Minute
+	DefaultCancelTimeout    = 60 * time.Second
+)
+
+// withDefaults returns o with zero fields set to their defaults.
+func (o Options) withDefaults() Options {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&o.PingInterval, DefaultPingInterval)
+	set(&o.StallTimeout, DefaultStallTimeout)
+	set(&o.ReconnectMin, DefaultReconnectMin)
+	set(&o.ReconnectMax, DefaultReconnectMax)
+	set(&o.ReconnectTimeout, DefaultReconnectTimeout)
+	set(&o.CancelTimeout, DefaultCancelTimeout)
+	if o.ReconnectMax < o.ReconnectMin {
+		o.ReconnectMax = o.ReconnectMin
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Result is the outcome of a job.
+type Result struct {
+	// ExitCode is the job's exit code: the first failing main script's exit
+	// code, else 0. When the shim exited before the job finished it is the
+	// shim's exit code.
+	ExitCode int
+	// FailedScript is the first main script that failed, or "".
+	FailedScript string
+	// Cancelled reports whether the job was stopped by a cancel.
+	Cancelled bool
+	// Statuses holds one status per script that ran, in order.
+	Statuses []protocol.Status
+	// Exit is the shim's final record, if it arrived.
+	Exit *protocol.Exit
+	// Reconnects counts the connections after the first.
+	Reconnects int
+	// Offset is the stream offset after the last record received; Attach
+	// can continue from it.
+	Offset int64
+}

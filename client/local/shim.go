@@ -1,0 +1,336 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tether-ci/tether/client"
+)
+
+// Config says how to start the shim.
+type Config struct {
+	// Shim is the tether-shim binary (see FindShim). Required.
+	Shim string
+	// Args are extra shim flags. Unless they (or Env) set a spool
+	// directory, Start adds --spool-dir with a temporary directory it
+	// removes on Close, so the whole stream stays replayable.
+	Args []string
+	// Env is the shim's environment (and so the scripts'); nil inherits
+	// this process's environment.
+	Env []string
+	// Stderr receives the shim's own diagnostics; nil discards them.
+	Stderr io.Writer
+	// StopTimeout is how long Close waits for the shim to exit after
+	// SIGTERM before it kills it. Default 15s.
+	StopTimeout time.Duration
+}
+
+// errCut is what a connection's Read returns after Cut.
+var errCut = errors.New("local: connection cut")
+
+// errConnClosed is what a connection returns after its Close.
+var errConnClosed = errors.New("local: connection closed")
+
+// Shim is a running tether-shim child process. It implements
+// client.Transport.
+type Shim struct {
+	cmd         *exec.Cmd
+	stdin       *os.File
+	stopTimeout time.Duration
+	spool       string // temporary spool directory to remove, or ""
+
+	stdinMu sync.Mutex // one command write at a time
+
+	mu   sync.Mutex
+	cur  *conn // the attached connection, or nil
+	gone bool  // the shim's stdout ended
+
+	pumpDone chan struct{} // closed when the stdout pump ended
+	exited   chan struct{} // closed when the process was reaped
+	waitErr  error         // set before exited is closed
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts the shim. ctx bounds only the start: the shim keeps running
+// until it exits by itself or Close stops it (cancel a job through the
+// session, not by killing the process).
+func Start(ctx context.Context, cfg Config) (*Shim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start shim: %w", err)
+	}
+	if cfg.Shim == "" {
+		return nil, errors.New("start shim: Config.Shim is empty (use local.FindShim)")
+	}
+	s := &Shim{
+		stopTimeout: cfg.StopTimeout,
+		pumpDone:    make(chan struct{}),
+		exited:      make(chan struct{}),
+	}
+	if s.stopTimeout <= 0 {
+		s.stopTimeout = 15 * time.Second
+	}
+	args := append([]string{}, cfg.Args...)
+	if !setsSpool(cfg.Args, cfg.Env) {
+		dir, err := os.MkdirTemp("", "tether-spool-")
+		if err != nil {
+			return nil, fmt.Errorf("start shim: create its spool directory: %w", err)
+		}
+		s.spool = dir
+		args = append(args, "--spool-dir="+dir)
+	}
+	cmd := exec.Command(cfg.Shim, args...)
+	cmd.Env = cfg.Env
+	cmd.Stderr = cfg.Stderr
+	// Its own process group keeps a terminal's Ctrl-C away from the shim:
+	// the client cancels through the protocol. Pdeathsig stops the shim
+	// (and so its scripts) if this process dies without closing it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		s.removeSpool()
+		return nil, fmt.Errorf("start shim: stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		s.removeSpool()
+		return nil, fmt.Errorf("start shim: stdout pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		s.removeSpool()
+		return nil, fmt.Errorf("start shim %s: %w", cfg.Shim, err)
+	}
+	inR.Close()
+	outW.Close()
+	s.cmd, s.stdin = cmd, inW
+	go s.pump(outR)
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+// setsSpool reports whether the shim flags or environment choose a spool
+// directory already.
+func setsSpool(args, env []string) bool {
+	for _, a := range args {
+		a = strings.TrimLeft(a, "-")
+		if a == "spool-dir" || strings.HasPrefix(a, "spool-dir=") {
+			return true
+		}
+	}
+	for _, e := range env {
+		if strings.HasPrefix(e, "TETHER_SPOOL_DIR=") {
+			return true
+		}
+	}
+	return false
+}
+
+// pump reads the shim's stdout until it ends and forwards every chunk to
+// the attached connection, if any. Chunks that arrive while none is
+// attached are dropped.
+func (s *Shim) pump(r *os.File) {
+	defer close(s.pumpDone)
+	defer r.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			s.mu.Lock()
+			c := s.cur
+			s.mu.Unlock()
+			if c != nil {
+				// Blocks until the reader took everything (back-pressure,
+				// like a real attach) or the connection was cut.
+				_, _ = c.pw.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	s.mu.Lock()
+	s.gone = true
+	c := s.cur
+	s.cur = nil
+	s.mu.Unlock()
+	if c != nil {
+		c.pw.Close() // the reader sees io.EOF after the last bytes
+	}
+}
+
+// Connect attaches a new connection to the shim, cutting the current one
+// if there is one. It fails with an error wrapping client.ErrShimGone once
+// the shim's stdout has ended.
+func (s *Shim) Connect(ctx context.Context) (client.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("connect to local shim: %w", err)
+	}
+	pr, pw := io.Pipe()
+	c := &conn{s: s, pr: pr, pw: pw}
+	s.mu.Lock()
+	if s.gone {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("connect to local shim (pid %d): its output ended: %w", s.cmd.Process.Pid, client.ErrShimGone)
+	}
+	old := s.cur
+	s.cur = c
+	s.mu.Unlock()
+	if old != nil {
+		old.shut(errCut)
+	}
+	return c, nil
+}
+
+// Cut breaks the current connection, as a network failure would: its Read
+// fails and the shim keeps running. Output the shim writes before the next
+// Connect is not delivered to anyone.
+func (s *Shim) Cut() {
+	s.mu.Lock()
+	c := s.cur
+	s.cur = nil
+	s.mu.Unlock()
+	if c != nil {
+		c.shut(errCut)
+	}
+}
+
+// Pid returns the shim's process ID.
+func (s *Shim) Pid() int { return s.cmd.Process.Pid }
+
+// Exited returns a channel that is closed when the shim process has exited.
+func (s *Shim) Exited() <-chan struct{} { return s.exited }
+
+// Wait waits for the shim to exit and returns its exit error (an
+// *exec.ExitError for a non-zero exit).
+func (s *Shim) Wait() error {
+	<-s.exited
+	return s.waitErr
+}
+
+// ExitCode returns the shim's exit code, or -1 while it runs or when a
+// signal ended it.
+func (s *Shim) ExitCode() int {
+	select {
+	case <-s.exited:
+		return s.cmd.ProcessState.ExitCode()
+	default:
+		return -1
+	}
+}
+
+// Close stops the shim if it still runs: it closes its stdin and sends it
+// SIGTERM (the shim stops the running script and writes its final record),
+// kills it after Config.StopTimeout, reaps it and removes the temporary
+// spool directory. It returns an error only when the shim had to be killed
+// or the cleanup failed.
+func (s *Shim) Close() error {
+	s.closeOnce.Do(func() {
+		s.Cut()
+		s.stdinMu.Lock()
+		s.stdin.Close()
+		s.stdinMu.Unlock()
+		select {
+		case <-s.exited:
+		default:
+			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+			t := time.NewTimer(s.stopTimeout)
+			select {
+			case <-s.exited:
+				t.Stop()
+			case <-t.C:
+				_ = s.cmd.Process.Kill()
+				<-s.exited
+				s.closeErr = fmt.Errorf("local shim (pid %d) did not exit within %s of SIGTERM and was killed", s.cmd.Process.Pid, s.stopTimeout)
+			}
+		}
+		// A script's background child may still hold the shim's stdout.
+		select {
+		case <-s.pumpDone:
+		case <-time.After(2 * time.Second):
+		}
+		if err := s.removeSpool(); err != nil && s.closeErr == nil {
+			s.closeErr = err
+		}
+	})
+	return s.closeErr
+}
+
+func (s *Shim) removeSpool() error {
+	if s.spool == "" {
+		return nil
+	}
+	if err := os.RemoveAll(s.spool); err != nil {
+		return fmt.Errorf("remove the shim's spool directory: %w", err)
+	}
+	return nil
+}
+
+// conn is one connection: reads come from the pump through a pipe, writes
+// go to the shim's stdin.
+type conn struct {
+	s  *Shim
+	pr *io.PipeReader
+	pw *io.PipeWriter
+
+	mu  sync.Mutex
+	err error // set once the connection is shut
+}
+
+func (c *conn) Read(p []byte) (int, error) { return c.pr.Read(p) }
+
+func (c *conn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	c.s.stdinMu.Lock()
+	defer c.s.stdinMu.Unlock()
+	n, err := c.s.stdin.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("write to local shim stdin: %w", err)
+	}
+	return n, nil
+}
+
+// Close detaches the connection; the shim keeps running.
+func (c *conn) Close() error {
+	c.s.mu.Lock()
+	if c.s.cur == c {
+		c.s.cur = nil
+	}
+	c.s.mu.Unlock()
+	c.shut(errConnClosed)
+	return nil
+}
+
+// shut makes reads and writes fail with err and unblocks the pump.
+func (c *conn) shut(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
+	c.pr.CloseWithError(err)
+	c.pw.CloseWithError(err)
+}

@@ -1,0 +1,216 @@
+package main
+
+// Shared CLI helpers for every subcommand and backend:
+//
+//	logFlags / (*logFlags).register / (*logFlags).logger
+//	    --quiet and --log-format on a FlagSet, and the slog.Logger they select.
+//	progress(log)
+//	    a client.Options.Events callback that logs reconnects, script starts
+//	    and the per-script summary (name, exit code, duration).
+//	report(log, res, err)
+//	    logs the job's final summary or why there is no result.
+//	exitCode(res, err)
+//	    maps a session's outcome to tether's exit code.
+//	parseArgs(fs, args)
+//	    parses flags and positional arguments in any order.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/tether-ci/tether/client"
+)
+
+// Exit codes of tether itself. A job's own exit code is passed through.
+const (
+	// exitUsage: bad command line or input (unknown flag, missing script).
+	exitUsage = 2
+	// exitTether: tether failed and the job's outcome is unknown (no
+	// result, backend error). 125 like `docker run` and `timeout`.
+	exitTether = 125
+	// exitCancelled: the job was cancelled by a signal and reported no
+	// exit code of its own (128+SIGINT).
+	exitCancelled = 130
+)
+
+// logFlags are the logging flags every subcommand shares.
+type logFlags struct {
+	// Quiet silences progress; only errors are logged.
+	Quiet bool
+	// Format is "text" or "json".
+	Format string
+}
+
+// register adds --quiet/-q and --log-format to fs.
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&l.Quiet, "quiet", false, "log only errors to stderr (no progress, no summary)")
+	fs.BoolVar(&l.Quiet, "q", false, "shorthand for --quiet")
+	fs.StringVar(&l.Format, "log-format", "text", "stderr log format: text or json")
+}
+
+// logger returns the logger the flags select, writing to w.
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	level := slog.LevelInfo
+	if l.Quiet {
+		level = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch l.Format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", l.Format)
+}
+
+// progress returns a client.Options.Events callback that logs the
+// session's progress: reconnect notices, script starts and the per-script
+// summary.
+func progress(log *slog.Logger) func(client.Event) {
+	return func(ev client.Event) {
+		switch ev.Kind {
+		case client.EventConnected:
+			if ev.Attempt > 1 {
+				log.Warn("reconnected to the shim; output resumes where it stopped", "attempt", ev.Attempt)
+			}
+		case client.EventDisconnected:
+			log.Warn("connection to the shim lost; reconnecting", "attempt", ev.Attempt, "err", ev.Err)
+		case client.EventScriptBegin:
+			log.Info("script started", "script", ev.Script, "phase", ev.Phase)
+		case client.EventScriptStatus:
+			attrs := []any{"script", ev.Status.Script, "phase", ev.Status.Phase,
+				"exit_code", ev.Status.CommandExitCode,
+				"duration", time.Duration(ev.Status.DurationMS) * time.Millisecond}
+			if ev.Status.Signal != "" {
+				attrs = append(attrs, "signal", ev.Status.Signal)
+			}
+			if ev.Status.Error != "" {
+				attrs = append(attrs, "error", ev.Status.Error)
+			}
+			if ev.Status.CommandExitCode != 0 {
+				log.Warn("script failed", attrs...)
+			} else {
+				log.Info("script finished", attrs...)
+			}
+		case client.EventShimError:
+			log.Warn("the shim rejected a command", "error", ev.Message)
+		case client.EventShimExit:
+			log.Info("the shim exited", "reason", ev.Exit.Reason, "exit_code", ev.Exit.ExitCode, "message", ev.Exit.Message)
+		}
+	}
+}
+
+// report logs the job's outcome: the final summary line, or why there is
+// no result.
+func report(log *slog.Logger, res client.Result, err error) {
+	switch {
+	case err == nil:
+		attrs := []any{"exit_code", res.ExitCode, "scripts", len(res.Statuses)}
+		if res.FailedScript != "" {
+			attrs = append(attrs, "failed_script", res.FailedScript)
+		}
+		if res.Reconnects > 0 {
+			attrs = append(attrs, "reconnects", res.Reconnects)
+		}
+		if res.ExitCode != 0 {
+			log.Warn("job failed", attrs...)
+		} else {
+			log.Info("job succeeded", attrs...)
+		}
+	case res.Cancelled:
+		log.Error("job cancelled", "exit_code", res.ExitCode, "err", err)
+	default:
+		log.Error("job failed", "exit_code", exitCode(res, err), "err", err)
+	}
+}
+
+// exitCode maps a session's outcome to tether's exit code: the job's exit
+// code when it finished (or was cancelled), the shim's exit code when the
+// shim exited first, exitTether when the outcome is unknown.
+func exitCode(res client.Result, err error) int {
+	clamp := func(c int) int {
+		if c < 0 || c > 255 {
+			return exitTether
+		}
+		return c
+	}
+	switch {
+	case err == nil:
+		return clamp(res.ExitCode)
+	case res.Cancelled:
+		if res.ExitCode != 0 {
+			return clamp(res.ExitCode)
+		}
+		return exitCancelled
+	case errors.Is(err, client.ErrShimExited) && res.ExitCode != 0:
+		return clamp(res.ExitCode)
+	case errors.Is(err, context.Canceled):
+		return exitCancelled
+	}
+	return exitTether
+}
+
+// parseArgs parses fs's flags from args, allowing flags after positional
+// arguments ("run a.sh --after b.sh"); "--" ends the flags. It returns the
+// positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at "--" (consumed) or at the first non-flag.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+// Set appends v.
+func (s *stringList) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+// usageFunc returns a FlagSet usage function that prints head and the flags
+// in --name form.
+func usageFunc(fs *flag.FlagSet, w io.Writer, head string) func() {
+	return func() {
+		fmt.Fprint(w, head)
+		fmt.Fprintln(w, "\nFlags:")
+		fs.VisitAll(func(f *flag.Flag) {
+			dash := "--"
+			if len(f.Name) == 1 {
+				dash = "-"
+			}
+			name, usage := flag.UnquoteUsage(f)
+			line := "  " + dash + f.Name
+			if name != "" {
+				line += " " + name
+			}
+			line += "\n        " + usage
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "[]" {
+				line += fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+			fmt.Fprintln(w, line)
+		})
+	}
+}

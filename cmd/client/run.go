@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tether-ci/tether/client"
+)
+
+// runFlags holds every `tether run` flag, for all backends, and the
+// validated positional arguments. Backends read what they need.
+type runFlags struct {
+	logFlags
+
+	// Backend selection: --local, --docker, else Kubernetes.
+	Local  bool
+	Docker bool
+
+	// After are the after-scripts (--after, repeatable), absolute paths.
+	After stringList
+	// Scripts are the main scripts (positional), absolute paths.
+	Scripts []string
+
+	// Shim is the tether-shim binary for --local (--shim).
+	Shim string
+
+	// Kubernetes (and docker, for Image/Env/HelperImage/Keep).
+	Image       string        // --image: the build container's image
+	Namespace   string        // -n/--namespace ("" = kubeconfig's namespace)
+	Timeout     time.Duration // --timeout: job timeout (shim deadline, activeDeadlineSeconds); 0 = none
+	TTL         time.Duration // --ttl: pod TTL annotation for `tether gc`; 0 = timeout + 15m
+	Env         stringList    // --env K=V (repeatable), validated
+	Kubeconfig  string        // --kubeconfig ("" = KUBECONFIG / ~/.kube/config / in-cluster)
+	Context     string        // --context: kubeconfig context
+	HelperImage string        // --helper-image: image carrying tether-shim
+	Keep        bool          // --keep: do not delete the pod/container afterwards
+	IdleTimeout time.Duration // --idle-timeout: the shim exits when idle and unpinged this long
+
+	// Logger is set by runCmd from the log flags.
+	Logger *slog.Logger
+}
+
+// DefaultHelperImage is the image that carries tether-shim (docs/ARCHITECTURE.md).
+const DefaultHelperImage = "localhost/tether/helper:dev"
+
+const runUsage = `Usage: tether run [flags] SCRIPT... [--after SCRIPT]...
+
+Runs the scripts as one CI job: the main scripts in order until one fails,
+then the after-scripts always. The scripts' output (stdout and stderr) goes to
+stdout byte-exact; progress, the per-script summary and reconnect notices go to
+stderr. tether exits with the job's exit code (the first failing main script's),
+2 on bad input, 125 when the job's outcome is unknown.
+
+Backends: --local (tether-shim as a child process), --docker (a docker/podman
+container), otherwise a Kubernetes pod (--image required).
+
+Examples:
+  tether run --local build.sh test.sh --after cleanup.sh
+  tether run --image alpine:3 -n ci --timeout 30m build.sh
+`
+
+// newRunFlagSet returns the FlagSet of `tether run` bound to f.
+func newRunFlagSet(f *runFlags, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("tether run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = usageFunc(fs, stdout, runUsage)
+	f.logFlags.register(fs)
+	fs.BoolVar(&f.Local, "local", false, "run the shim as a local child process (no cluster)")
+	fs.BoolVar(&f.Docker, "docker", false, "run in a docker/podman container")
+	fs.Var(&f.After, "after", "after-script, run even when a main script failed (repeatable)")
+	fs.StringVar(&f.Shim, "shim", "", "tether-shim binary for --local (default: next to tether, else on PATH)")
+	fs.StringVar(&f.Image, "image", "", "image of the build container (Kubernetes, docker)")
+	fs.StringVar(&f.Namespace, "namespace", "", "Kubernetes namespace (default: the kubeconfig's)")
+	fs.StringVar(&f.Namespace, "n", "", "shorthand for --namespace")
+	fs.DurationVar(&f.Timeout, "timeout", time.Hour, "job timeout; the shim stops the job when it passes (0 = none)")
+	fs.DurationVar(&f.TTL, "ttl", 0, "pod TTL for `tether gc` (0 = timeout + 15m)")
+	fs.Var(&f.Env, "env", "job variable K=V (repeatable)")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
+	fs.StringVar(&f.HelperImage, "helper-image", DefaultHelperImage, "image that carries tether-shim")
+	fs.BoolVar(&f.Keep, "keep", false, "keep the pod/container after the job")
+	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 10*time.Minute, "the shim exits when no script runs and no client pinged it for this long (0 = never)")
+	return fs
+}
+
+// runCmd is `tether run`.
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f runFlags
+	fs := newRunFlagSet(&f, stdout)
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return 0
+	}
+	if err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	if err := f.validate(pos); err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	log, err := f.logger(stderr)
+	if err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	f.Logger = log
+	job := client.Job{Scripts: f.Scripts, After: f.After}
+	switch {
+	case f.Local:
+		return runLocal(ctx, &f, job, stdout, stderr)
+	case f.Docker:
+		return runDocker(ctx, &f, job, stdout, stderr)
+	default:
+		return runKube(ctx, &f, job, stdout, stderr)
+	}
+}
+
+// usageErr prints a bad-input message and returns exitUsage.
+func usageErr(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "tether run: "+format+"\nRun 'tether run --help' for usage.\n", args...)
+	return exitUsage
+}
+
+// validate checks the flags and sets Scripts (and After) to absolute paths
+// of existing regular files.
+func (f *runFlags) validate(pos []string) error {
+	if len(pos) == 0 {
+		return errors.New("no scripts given")
+	}
+	if f.Local && f.Docker {
+		return errors.New("--local and --docker exclude each other")
+	}
+	if !f.Local && !f.Docker && f.Image == "" {
+		return errors.New("choose a backend: --local (no cluster), --docker, or --image IMAGE for Kubernetes")
+	}
+	if f.Local && f.Image != "" {
+		return errors.New("--image has no meaning with --local (scripts run on this machine)")
+	}
+	for _, kv := range f.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("--env %q: want KEY=VALUE", kv)
+		}
+	}
+	if f.Timeout < 0 || f.TTL < 0 || f.IdleTimeout < 0 {
+		return errors.New("--timeout, --ttl and --idle-timeout must not be negative")
+	}
+	var err error
+	if f.Scripts, err = scriptPaths(pos); err != nil {
+		return err
+	}
+	after, err := scriptPaths(f.After)
+	if err != nil {
+		return err
+	}
+	f.After = after
+	return nil
+}
+
+// scriptPaths returns the absolute paths of the scripts, which must be
+// readable regular files.
+func scriptPaths(paths []string) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if p == "" {
+			return nil, errors.New("empty script path")
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("script %s: %w", p, err)
+		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("script %s is not a regular file", p)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("script %s: %w", p, err)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}

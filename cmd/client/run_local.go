@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"syscall"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/local"
+)
+
+// runLocal runs job with tether-shim as a child process.
+func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io.Writer) int {
+	log := f.Logger
+	path, err := local.FindShim(f.Shim)
+	if err != nil {
+		log.Error("cannot run the local backend", "err", err)
+		return exitTether
+	}
+	var args []string
+	if f.Timeout > 0 {
+		args = append(args, "--deadline="+strconv.FormatInt(int64((f.Timeout+999_999_999)/1e9), 10))
+	}
+	if f.IdleTimeout > 0 {
+		args = append(args, "--idle-timeout="+f.IdleTimeout.String())
+	}
+	cfg := local.Config{Shim: path, Args: args, Env: envOrNil(f.Env)}
+	if !f.Quiet {
+		cfg.Stderr = stderr
+	}
+	shim, err := local.Start(ctx, cfg)
+	if err != nil {
+		log.Error("cannot start the local shim", "err", err)
+		return exitTether
+	}
+	defer func() {
+		if err := shim.Close(); err != nil {
+			log.Warn("stopping the local shim", "err", err)
+		}
+	}()
+	remove := onForce(ctx, func() { _ = syscall.Kill(shim.Pid(), syscall.SIGTERM) })
+	defer remove()
+	res, err := client.Run(ctx, shim, job, client.Options{
+		Output:   stdout,
+		Events:   progress(log),
+		Logger:   log,
+		ExitShim: true,
+	})
+	report(log, res, err)
+	return exitCode(res, err)
+}
+
+// envOrNil returns the shim's environment: this process's plus the --env
+// variables, or nil (inherit) when there are none.
+func envOrNil(extra []string) []string {
+	if len(extra) == 0 {
+		return nil
+	}
+	return append(syscall.Environ(), extra...)
+}
