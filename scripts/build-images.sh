@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# build-images.sh [NAME...] — build the tether images (helper, busybox, bash,
+# pause; default: all) from images/NAME/Dockerfile without a registry, and
+# save each as a docker-archive tarball bin/images/NAME.tar tagged
+# localhost/tether/NAME:dev. Called by `make images` (after `make build`).
+#
+# Each image has one definition, its Dockerfile (FROM scratch + COPY). This
+# script only prepares the build context under bin/images/ctx/NAME from the
+# repository build (bin/) and Debian packages (busybox-static, bash-static),
+# then builds with podman (its own vfs storage under the cache directory, so it
+# never disturbs another podman user) or, without podman, a working docker.
+#
+# Env: TETHER_IMAGE_TAG (default dev), TETHER_CACHE, TETHER_IMAGE_ENGINE
+# (podman|docker), VERSION (the label org.opencontainers.image.version).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+tag="${TETHER_IMAGE_TAG:-dev}"
+cache="${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
+version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
+out="$root/bin/images"
+all=(helper busybox bash pause)
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=("${all[@]}")
+
+log() { echo "build-images: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+is_static() {
+  # A static ELF has no program interpreter (PT_INTERP): ldd says so.
+  ! ldd "$1" >/dev/null 2>&1 || ldd "$1" 2>&1 | grep -q 'not a dynamic executable'
+}
+
+# busybox_rootfs DIR: /bin/busybox and one symlink per applet, /tmp, /etc.
+busybox_rootfs() {
+  local dir=$1 bb=/bin/busybox
+  [ -x "$bb" ] && is_static "$bb" || die "$bb is missing or not static: apt-get install busybox-static"
+  mkdir -p "$dir/bin" "$dir/sbin" "$dir/usr/bin" "$dir/usr/sbin" "$dir/tmp" "$dir/etc" "$dir/root" "$dir/home"
+  chmod 1777 "$dir/tmp"
+  chmod 0700 "$dir/root"
+  cp "$bb" "$dir/bin/busybox"
+  chmod 0755 "$dir/bin/busybox"
+  local applet
+  while read -r applet; do
+    [ -n "$applet" ] || continue
+    [ -e "$dir/$applet" ] || [ -L "$dir/$applet" ] || ln -s /bin/busybox "$dir/$applet"
+  done < <("$bb" --list-full)
+  [ -L "$dir/bin/sh" ] || die "busybox has no sh applet"
+  cat >"$dir/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+tether:x:65532:65532:tether:/home/tether:/bin/sh
+EOF
+  cat >"$dir/etc/group" <<'EOF'
+root:x:0:
+nogroup:x:65534:
+tether:x:65532:
+EOF
+  mkdir -p "$dir/home/tether"
+  chown 65532:65532 "$dir/home/tether"
+}
+
+# prepare NAME: fill bin/images/ctx/NAME with what images/NAME/Dockerfile copies.
+prepare() {
+  local name=$1 ctx="$out/ctx/$1"
+  rm -rf "$ctx"
+  mkdir -p "$ctx"
+  case "$name" in
+    helper)
+      local b
+      for b in tether-shim tether; do
+        [ -x "bin/$b" ] || die "bin/$b is missing: run 'make build' first"
+        is_static "bin/$b" || die "bin/$b is not static (build with CGO_ENABLED=0)"
+        cp "bin/$b" "$ctx/$b"
+      done
+      ;;
+    busybox)
+      busybox_rootfs "$ctx/rootfs"
+      ;;
+    bash)
+      local bs=/bin/bash-static
+      [ -x "$bs" ] && is_static "$bs" || die "$bs is missing or not static: apt-get install bash-static"
+      busybox_rootfs "$ctx/rootfs"
+      rm -f "$ctx/rootfs/bin/bash"
+      cp "$bs" "$ctx/rootfs/bin/bash"
+      chmod 0755 "$ctx/rootfs/bin/bash"
+      ;;
+    pause)
+      CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/pause" ./images/pause
+      ;;
+    *) die "unknown image $name (known: ${all[*]})" ;;
+  esac
+}
+
+engine="${TETHER_IMAGE_ENGINE:-}"
+if [ -z "$engine" ]; then
+  if command -v podman >/dev/null; then engine=podman
+  elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then engine=docker
+  else die "neither podman nor a working docker found: apt-get install podman"
+  fi
+fi
+
+eng=()
+case "$engine" in
+  podman)
+    store="$cache/podman-build"
+    mkdir -p "$store/root" "$store/runroot" "$store/tmp"
+    # Own storage (vfs works as root everywhere), no systemd, no journald.
+    eng=(podman --root "$store/root" --runroot "$store/runroot" --storage-driver vfs
+         --cgroup-manager cgroupfs --events-backend file --tmpdir "$store/tmp")
+    export TMPDIR="$store/tmp"
+    ;;
+  docker) eng=(docker) ;;
+  *) die "unknown engine $engine (podman or docker)" ;;
+esac
+
+mkdir -p "$out"
+for name in "${names[@]}"; do
+  [ -f "images/$name/Dockerfile" ] || die "images/$name/Dockerfile is missing"
+  ref="localhost/tether/$name:$tag"
+  start=$(date +%s%N)
+  prepare "$name"
+  buildflags=()
+  [ "$engine" = podman ] && buildflags=(--timestamp 0 --layers=false)
+  "${eng[@]}" build -q "${buildflags[@]}" \
+    --build-arg "VERSION=$version" \
+    -t "$ref" -f "images/$name/Dockerfile" "$out/ctx/$name" >/dev/null
+  rm -f "$out/$name.tar"
+  if [ "$engine" = podman ]; then
+    "${eng[@]}" save -q --format docker-archive -o "$out/$name.tar" "$ref"
+  else
+    docker save -o "$out/$name.tar" "$ref"
+  fi
+  log "$ref -> bin/images/$name.tar ($(du -h "$out/$name.tar" | cut -f1), $(( ($(date +%s%N) - start) / 1000000 )) ms)"
+done
+# Drop dangling layers of earlier builds so the cache does not grow forever.
+if [ "$engine" = podman ]; then "${eng[@]}" image prune -f >/dev/null 2>&1 || true; fi
