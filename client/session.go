@@ -2,18 +2,278 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tether-ci/tether/protocol"
 )
 
+// exitWait bounds how long a session waits for the shim's final record
+// after it sent the exit command (Options.ExitShim).
+const exitWait = 5 * time.Second
+
+// maxGaps is how many connections in a row may skip records before the
+// session gives up instead of resuming again.
+const maxGaps = 3
+
 // Run submits job to the shim behind t and follows it to its result.
-// See the package documentation for reconnects and cancellation.
+//
+// The job's output goes to opts.Output byte-exact. Run returns when the
+// shim reports the job's result (a nil error, whatever the exit code), when
+// the shim exits before it (an error wrapping ErrShimExited), when the shim
+// cannot be reached any more (an error wrapping ErrNoResult), or after ctx
+// is cancelled: then Run sends the cancel command, waits up to
+// opts.CancelTimeout for the result and returns it with Result.Cancelled
+// set and an error wrapping context.Cause(ctx).
 func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error) {
-	return Result{}, errors.New("client.Run: not implemented yet")
+	if len(job.Scripts)+len(job.After) == 0 {
+		return Result{}, errors.New("client.Run: the job has no scripts")
+	}
+	if job.ID == "" {
+		job.ID = newJobID()
+	}
+	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After}
+	if err := cmd.Validate(); err != nil {
+		return Result{}, fmt.Errorf("client.Run: %w", err)
+	}
+	s, err := newSession(t, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	s.job = &cmd
+	return s.run(ctx)
 }
 
 // Attach follows a job that was already submitted (by another process),
-// replaying its output from offset from (0 for the whole stream). It returns
-// at the first job record, or at the shim's final record.
+// replaying its output from offset from (0 for the whole stream; a
+// Result.Offset of an earlier session to continue where it stopped). It
+// returns at the first job record, or at the shim's final record, with the
+// same results and errors as Run. Cancelling ctx cancels the job, as with
+// Run: the caller following a job owns it.
 func Attach(ctx context.Context, t Transport, from int64, opts Options) (Result, error) {
-	return Result{}, errors.New("client.Attach: not implemented yet")
+	if from < 0 {
+		return Result{}, fmt.Errorf("client.Attach: offset %d is negative", from)
+	}
+	s, err := newSession(t, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	s.next = from
+	return s.run(ctx)
+}
+
+// session follows one job over as many connections as it takes. Its fields
+// are owned by the goroutine serving the current connection's records while
+// one is served, and by run in between.
+type session struct {
+	t    Transport
+	opts Options
+	log  *slog.Logger
+	job  *protocol.Command // nil for Attach
+
+	next      int64 // offset of the next record wanted
+	res       Result
+	jobSeen   bool  // a b/s/j record of our job arrived
+	jobDone   bool  // the job record arrived
+	exited    bool  // the final record arrived
+	exitErr   error // set with exited when the job had not finished
+	attempts  int   // connections made
+	gaps      int   // consecutive connections that ended on a gap
+	submitted bool  // a job command may have reached the shim
+
+	// cancellation
+	cancelCause   error     // context.Cause(ctx) once ctx is done
+	cancelWritten bool      // the cancel command was written to a connection
+	cancelBy      time.Time // give up waiting for the result then
+	cancelTimer   *time.Timer
+
+	pending []byte // decoded output not yet written to opts.Output
+	outErr  error  // opts.Output failed
+}
+
+func newSession(t Transport, opts Options) (*session, error) {
+	if t == nil {
+		return nil, errors.New("client: nil Transport")
+	}
+	if opts.Output == nil {
+		return nil, errors.New("client: Options.Output is required")
+	}
+	opts = opts.withDefaults()
+	return &session{t: t, opts: opts, log: opts.Logger}, nil
+}
+
+func (s *session) emit(ev Event) {
+	if s.opts.Events != nil {
+		s.opts.Events(ev)
+	}
+}
+
+// noteCancel records that ctx is done and starts the cancel timeout.
+func (s *session) noteCancel(ctx context.Context) {
+	if s.cancelCause != nil {
+		return
+	}
+	s.cancelCause = context.Cause(ctx)
+	if s.cancelCause == nil {
+		s.cancelCause = ctx.Err()
+	}
+	s.cancelBy = time.Now().Add(s.opts.CancelTimeout)
+	s.cancelTimer = time.NewTimer(s.opts.CancelTimeout)
+	s.log.Info("cancelling the job", "cause", s.cancelCause)
+}
+
+// cancelExpired returns a channel that fires when the cancel timeout
+// passed (nil before a cancel).
+func (s *session) cancelExpired() <-chan time.Time {
+	if s.cancelTimer == nil {
+		return nil
+	}
+	return s.cancelTimer.C
+}
+
+// run is the reconnect loop.
+func (s *session) run(ctx context.Context) (Result, error) {
+	defer func() {
+		if s.cancelTimer != nil {
+			s.cancelTimer.Stop()
+		}
+	}()
+	if s.job == nil {
+		s.submitted = true // Attach: the job exists already
+	}
+	backoff := s.opts.ReconnectMin
+	unreachableSince := time.Now()
+	var lastErr error
+	for {
+		if ctx.Err() != nil {
+			s.noteCancel(ctx)
+			if !s.submitted {
+				s.res.Cancelled = true
+				return s.result(), fmt.Errorf("job not submitted: %w", s.cancelCause)
+			}
+		}
+		if s.cancelCause != nil && !time.Now().Before(s.cancelBy) {
+			return s.cancelTimeout(lastErr)
+		}
+		conn, err := s.connect(ctx, unreachableSince)
+		if err == nil {
+			s.attempts++
+			end := s.serve(ctx, conn)
+			if s.jobDone || s.exited || end.fatal {
+				return s.finish(end.err)
+			}
+			lastErr = end.err
+			s.emit(Event{Kind: EventDisconnected, Attempt: s.attempts, Err: end.err})
+			s.log.Warn("connection to the shim lost", "attempt", s.attempts, "offset", s.next, "err", end.err)
+			if end.synced {
+				unreachableSince = time.Now()
+				backoff = s.opts.ReconnectMin
+				continue // reconnect at once after a working connection
+			}
+		} else {
+			if errors.Is(err, ErrShimGone) {
+				return s.finish(fmt.Errorf("%w: %w", ErrNoResult, err))
+			}
+			lastErr = err
+			s.log.Debug("connecting to the shim failed", "err", err)
+		}
+		if s.cancelCause != nil && !time.Now().Before(s.cancelBy) {
+			return s.cancelTimeout(lastErr)
+		}
+		if since := time.Since(unreachableSince); since >= s.opts.ReconnectTimeout {
+			return s.finish(fmt.Errorf("%w: the shim was unreachable for %s (give it longer with Options.ReconnectTimeout): %w",
+				ErrNoResult, since.Round(time.Second), lastErr))
+		}
+		if !s.sleep(ctx, jitter(backoff)) {
+			continue // ctx done: handled at the top of the loop
+		}
+		backoff = min(backoff*2, s.opts.ReconnectMax)
+	}
+}
+
+// connect calls the transport with a context bounded by the reconnect and
+// cancel timeouts; it follows ctx only while the job cannot have been
+// submitted yet (after that the session must stay to cancel it).
+func (s *session) connect(ctx context.Context, unreachableSince time.Time) (Conn, error) {
+	deadline := unreachableSince.Add(s.opts.ReconnectTimeout)
+	if s.cancelCause != nil && s.cancelBy.Before(deadline) {
+		deadline = s.cancelBy
+	}
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	if !s.submitted {
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+	}
+	return s.t.Connect(cctx)
+}
+
+// sleep waits d; it returns false early when ctx is done and that was not
+// known yet, or when the cancel timeout fires.
+func (s *session) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	done := ctx.Done()
+	if s.cancelCause != nil {
+		done = nil
+	}
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	case <-s.cancelExpired():
+		return false
+	}
+}
+
+// jitter spreads d by ±20%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	var b [1]byte
+	_, _ = rand.Read(b[:])
+	return d*8/10 + d*4/10*time.Duration(b[0])/255
+}
+
+// cancelTimeout is the outcome when the cancelled job's result never came.
+func (s *session) cancelTimeout(lastErr error) (Result, error) {
+	s.res.Cancelled = true
+	err := fmt.Errorf("%w: no job result within %s of the cancel (last error: %v): %w",
+		ErrNoResult, s.opts.CancelTimeout, lastErr, s.cancelCause)
+	return s.result(), err
+}
+
+// finish builds the final result. err is a fatal error, or nil when the job
+// record or the final record arrived.
+func (s *session) finish(err error) (Result, error) {
+	res := s.result()
+	switch {
+	case s.jobDone:
+		if res.Cancelled && s.cancelCause != nil {
+			return res, fmt.Errorf("job cancelled: %w", s.cancelCause)
+		}
+		return res, nil
+	case s.exited && err == nil:
+		err = s.exitErr
+	}
+	if err == nil {
+		err = ErrNoResult
+	}
+	if s.cancelCause != nil {
+		res.Cancelled = true
+		err = fmt.Errorf("%w (cancelled: %w)", err, s.cancelCause)
+	}
+	return res, err
+}
+
+func (s *session) result() Result {
+	r := s.res
+	r.Offset = s.next
+	r.Reconnects = max(s.attempts-1, 0)
+	return r
 }

@@ -1,0 +1,200 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// serveEnd is how serving one connection ended.
+type serveEnd struct {
+	err    error // why the connection ended; nil when the job or shim finished
+	fatal  bool  // err must end the session (no reconnect)
+	synced bool  // the shim answered the resume on this connection
+}
+
+// outMsg is one command line for the writer goroutine.
+type outMsg struct {
+	line []byte
+	kind protocol.CommandKind
+}
+
+// connState is one connection being served.
+type connState struct {
+	conn  Conn
+	nonce string
+
+	sendq      chan outMsg
+	stop       chan struct{}
+	writerDone chan struct{}
+	readerDone chan serveEnd
+	jobDone    chan struct{} // closed when the job record arrived (ExitShim)
+
+	lastRead atomic.Int64 // UnixNano of the last byte received
+	synced   atomic.Bool
+	cancelOK atomic.Bool // the cancel command was written
+
+	closeOnce sync.Once
+	mu        sync.Mutex
+	reason    error // why the session closed the connection itself
+}
+
+// closeWith closes the connection once, remembering why.
+func (c *connState) closeWith(reason error) {
+	c.mu.Lock()
+	if c.reason == nil {
+		c.reason = reason
+	}
+	c.mu.Unlock()
+	c.closeOnce.Do(func() { _ = c.conn.Close() })
+}
+
+// why returns the reason the session closed the connection, or err.
+func (c *connState) why(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reason != nil {
+		return c.reason
+	}
+	return err
+}
+
+// send queues a command without blocking. A connection whose command
+// queue is full is not making progress: it is closed (pings are dropped).
+func (c *connState) send(cmd protocol.Command) {
+	line, err := protocol.AppendCommand(nil, cmd)
+	if err != nil {
+		c.closeWith(fmt.Errorf("encode %s command: %w", cmd.Cmd, err))
+		return
+	}
+	select {
+	case c.sendq <- outMsg{line: line, kind: cmd.Cmd}:
+	default:
+		if cmd.Cmd != protocol.CmdPing {
+			c.closeWith(fmt.Errorf("the shim's stdin does not accept commands (%s command not sent)", cmd.Cmd))
+		}
+	}
+}
+
+// writeLoop writes queued commands to the connection.
+func (c *connState) writeLoop() {
+	defer close(c.writerDone)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case m := <-c.sendq:
+			if _, err := c.conn.Write(m.line); err != nil {
+				c.closeWith(fmt.Errorf("send %s command: %w", m.kind, err))
+				return
+			}
+			if m.kind == protocol.CmdCancel {
+				c.cancelOK.Store(true)
+			}
+		}
+	}
+}
+
+// activityReader records when bytes arrive and, before every read that may
+// block, writes the output decoded so far: output reaches the caller in
+// one write per chunk received, never later than the chunk after it.
+type activityReader struct {
+	s *session
+	c *connState
+}
+
+func (r activityReader) Read(p []byte) (int, error) {
+	if err := r.s.flush(); err != nil {
+		return 0, err
+	}
+	n, err := r.c.conn.Read(p)
+	if n > 0 {
+		r.c.lastRead.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// serve runs one connection: it resumes the stream, (re)sends the job and
+// a pending cancel, pings, watches for stalls and ctx, and returns when the
+// connection ended.
+func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
+	c := &connState{
+		conn:       conn,
+		nonce:      randomHex(16),
+		sendq:      make(chan outMsg, 32),
+		stop:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		readerDone: make(chan serveEnd, 1),
+		jobDone:    make(chan struct{}),
+	}
+	start := time.Now()
+	c.lastRead.Store(start.UnixNano())
+	c.send(protocol.Command{Cmd: protocol.CmdResume, From: s.next, Nonce: c.nonce})
+	if s.job != nil && !s.jobSeen {
+		c.send(*s.job)
+		s.submitted = true
+	}
+	if s.cancelCause != nil && !s.cancelWritten {
+		c.send(s.cancelCommand())
+	}
+	go c.writeLoop()
+	go func() { c.readerDone <- s.read(c) }()
+
+	tick := max(min(s.opts.PingInterval, s.opts.StallTimeout/4), 10*time.Millisecond)
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	lastPing := start
+	ctxDone := ctx.Done()
+	if s.cancelCause != nil {
+		ctxDone = nil
+	}
+	var exitTimer <-chan time.Time
+	jobDone := c.jobDone
+	for {
+		select {
+		case end := <-c.readerDone:
+			c.closeWith(errors.New("connection finished"))
+			close(c.stop)
+			<-c.writerDone
+			if c.cancelOK.Load() {
+				s.cancelWritten = true
+			}
+			if end.err != nil && !end.fatal {
+				end.err = c.why(end.err)
+			}
+			end.synced = c.synced.Load()
+			return end
+		case now := <-ticker.C:
+			idle := now.Sub(time.Unix(0, c.lastRead.Load()))
+			switch {
+			case idle >= s.opts.StallTimeout:
+				c.closeWith(fmt.Errorf("connection stalled: nothing received for %s", idle.Round(time.Millisecond)))
+			case !c.synced.Load() && now.Sub(start) >= s.opts.StallTimeout:
+				c.closeWith(fmt.Errorf("the shim did not answer the resume command within %s", s.opts.StallTimeout))
+			case now.Sub(lastPing) >= s.opts.PingInterval:
+				lastPing = now
+				c.send(protocol.Command{Cmd: protocol.CmdPing, Nonce: randomHex(4)})
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			s.noteCancel(ctx)
+			c.send(s.cancelCommand())
+		case <-s.cancelExpired():
+			c.closeWith(errors.New("cancel timeout"))
+		case <-jobDone:
+			jobDone = nil
+			exitTimer = time.After(exitWait)
+		case <-exitTimer:
+			c.closeWith(fmt.Errorf("no final record within %s of the exit command", exitWait))
+		}
+	}
+}
+
+func (s *session) cancelCommand() protocol.Command {
+	return protocol.Command{Cmd: protocol.CmdCancel, GraceMS: s.opts.CancelGrace.Milliseconds()}
+}

@@ -1,0 +1,226 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// read decodes one connection's records until the connection ends, the job
+// finishes, or something fatal happens.
+func (s *session) read(c *connState) serveEnd {
+	dec := protocol.NewDecoder(activityReader{s: s, c: c})
+	for {
+		rec, err := dec.Next()
+		if s.outErr != nil {
+			return s.fatalOutput()
+		}
+		if err != nil {
+			if !c.synced.Load() && errors.Is(err, protocol.ErrMalformed) {
+				continue // a reconnect starts anywhere, even inside a record
+			}
+			if errors.Is(err, protocol.ErrUnknownType) {
+				return serveEnd{fatal: true, err: fmt.Errorf("at offset %d: %w", s.next, err)}
+			}
+			if errors.Is(err, protocol.ErrMalformed) {
+				return serveEnd{fatal: true, err: fmt.Errorf("corrupt record stream at offset %d: %w", s.next, err)}
+			}
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the shim's output ended")
+			}
+			return s.endRead(serveEnd{err: err})
+		}
+		if !c.synced.Load() {
+			if end, ok := s.sync(c, rec); ok {
+				return end
+			}
+			continue
+		}
+		if !rec.Type.Sequenced() {
+			continue // ping answers, stale resume answers
+		}
+		switch {
+		case rec.Seq < s.next:
+			continue // already received before a reconnect
+		case rec.Seq > s.next:
+			s.gaps++
+			err := fmt.Errorf("records skipped: expected offset %d, got %d", s.next, rec.Seq)
+			if s.gaps >= maxGaps {
+				return serveEnd{fatal: true, err: fmt.Errorf("%w: %w", ErrNoResult, err)}
+			}
+			return serveEnd{err: err}
+		}
+		s.gaps = 0
+		s.next = rec.Next()
+		if rec.Type.IsOutput() {
+			s.pending = append(s.pending, rec.Payload...)
+			if len(s.pending) >= 256<<10 {
+				if err := s.flush(); err != nil {
+					return s.fatalOutput()
+				}
+			}
+			continue
+		}
+		if err := s.flush(); err != nil {
+			return s.fatalOutput()
+		}
+		if end, done := s.handle(c, rec); done {
+			return s.endRead(end)
+		}
+	}
+}
+
+// endRead writes the remaining output before the reader returns.
+func (s *session) endRead(end serveEnd) serveEnd {
+	if err := s.flush(); err != nil {
+		return s.fatalOutput()
+	}
+	return end
+}
+
+func (s *session) fatalOutput() serveEnd {
+	return serveEnd{fatal: true, err: fmt.Errorf("write the job's output: %w", s.outErr)}
+}
+
+// flush writes the pending output to opts.Output.
+func (s *session) flush() error {
+	if s.outErr != nil {
+		return s.outErr
+	}
+	if len(s.pending) == 0 {
+		return nil
+	}
+	n, err := s.opts.Output.Write(s.pending)
+	if err == nil && n < len(s.pending) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		s.outErr = err
+		return err
+	}
+	if cap(s.pending) > 1<<20 {
+		s.pending = nil
+	} else {
+		s.pending = s.pending[:0]
+	}
+	return nil
+}
+
+// sync looks for the answer to this connection's resume command; everything
+// before it is ignored. It reports ok when the reader must return.
+func (s *session) sync(c *connState, rec protocol.Record) (serveEnd, bool) {
+	if rec.Type != protocol.TypeResumed {
+		return serveEnd{}, false
+	}
+	var r protocol.Resumed
+	if json.Unmarshal(rec.Payload, &r) != nil || r.Nonce != c.nonce {
+		return serveEnd{}, false
+	}
+	if r.Error != "" {
+		return serveEnd{fatal: true, err: fmt.Errorf("%w: output lost: the shim retains output only from offset %d, this client needs offset %d: %s",
+			ErrNoResult, r.Oldest, s.next, r.Error)}, true
+	}
+	c.synced.Store(true)
+	s.emit(Event{Kind: EventConnected, Attempt: s.attempts})
+	s.log.Debug("connected to the shim", "attempt", s.attempts, "from", r.From, "end", r.End)
+	return serveEnd{}, false
+}
+
+// handle acts on a sequenced JSON record. done means the reader returns
+// end.
+func (s *session) handle(c *connState, rec protocol.Record) (end serveEnd, done bool) {
+	bad := func(err error) (serveEnd, bool) {
+		return serveEnd{fatal: true, err: fmt.Errorf("%s record at offset %d: %w", rec.Type, rec.Seq, err)}, true
+	}
+	switch rec.Type {
+	case protocol.TypeHello:
+		var h protocol.Hello
+		if err := json.Unmarshal(rec.Payload, &h); err != nil {
+			return bad(err)
+		}
+		if h.Protocol != protocol.Version {
+			return bad(fmt.Errorf("the shim (version %s) speaks protocol %d, this client protocol %d: use matching tether and tether-shim builds",
+				h.Shim, h.Protocol, protocol.Version))
+		}
+		s.log.Debug("shim hello", "shim", h.Shim, "pid", h.PID, "shell", h.Shell, "replay", h.Replay)
+	case protocol.TypeBegin:
+		var b protocol.Begin
+		if err := json.Unmarshal(rec.Payload, &b); err != nil {
+			return bad(err)
+		}
+		if !s.ours(b.Job) {
+			return
+		}
+		s.jobSeen = true
+		s.emit(Event{Kind: EventScriptBegin, Script: b.Script, Phase: b.Phase})
+	case protocol.TypeStatus:
+		var st protocol.Status
+		if err := json.Unmarshal(rec.Payload, &st); err != nil {
+			return bad(err)
+		}
+		if !s.ours(st.Job) {
+			return
+		}
+		s.jobSeen = true
+		s.res.Statuses = append(s.res.Statuses, st)
+		s.emit(Event{Kind: EventScriptStatus, Script: st.Script, Phase: st.Phase, Status: st})
+	case protocol.TypeJob:
+		var j protocol.JobDone
+		if err := json.Unmarshal(rec.Payload, &j); err != nil {
+			return bad(err)
+		}
+		if !s.ours(j.Job) {
+			return
+		}
+		s.jobSeen, s.jobDone = true, true
+		s.res.ExitCode, s.res.FailedScript, s.res.Cancelled = j.ExitCode, j.FailedScript, j.Cancelled
+		if !s.opts.ExitShim {
+			return serveEnd{}, true
+		}
+		c.send(protocol.Command{Cmd: protocol.CmdExit})
+		close(c.jobDone)
+	case protocol.TypeError:
+		var e protocol.ErrorRecord
+		if err := json.Unmarshal(rec.Payload, &e); err != nil {
+			return bad(err)
+		}
+		msg := e.Error
+		if e.Input != "" {
+			msg += " (input: " + e.Input + ")"
+		}
+		s.emit(Event{Kind: EventShimError, Message: msg})
+		s.log.Warn("the shim rejected a command", "error", e.Error, "input", e.Input)
+		if s.job != nil && !s.jobSeen && strings.Contains(e.Input, `"id":`+quote(s.job.ID)) {
+			return serveEnd{fatal: true, err: fmt.Errorf("the shim rejected the job: %s", e.Error)}, true
+		}
+	case protocol.TypeExit:
+		var x protocol.Exit
+		if err := json.Unmarshal(rec.Payload, &x); err != nil {
+			return bad(err)
+		}
+		s.exited = true
+		s.res.Exit = &x
+		s.emit(Event{Kind: EventShimExit, Exit: x, Message: x.Message})
+		if !s.jobDone {
+			s.res.ExitCode = x.ExitCode
+			s.exitErr = fmt.Errorf("%w (reason %s, exit code %d): %s", ErrShimExited, x.Reason, x.ExitCode, x.Message)
+		}
+		return serveEnd{}, true
+	}
+	return serveEnd{}, false
+}
+
+// ours reports whether a record of job id belongs to this session's job
+// (every job does for Attach).
+func (s *session) ours(id string) bool {
+	return s.job == nil || id == s.job.ID
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
