@@ -1,0 +1,151 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+)
+
+// ContainerConfig is the body of a container create call (the subset of the
+// Engine API's ContainerConfig that Tether uses).
+type ContainerConfig struct {
+	Image        string            `json:"Image"`
+	Entrypoint   []string          `json:"Entrypoint,omitempty"`
+	Cmd          []string          `json:"Cmd,omitempty"`
+	Env          []string          `json:"Env,omitempty"`
+	Labels       map[string]string `json:"Labels,omitempty"`
+	User         string            `json:"User,omitempty"`
+	WorkingDir   string            `json:"WorkingDir,omitempty"`
+	AttachStdin  bool              `json:"AttachStdin"`
+	AttachStdout bool              `json:"AttachStdout"`
+	AttachStderr bool              `json:"AttachStderr"`
+	OpenStdin    bool              `json:"OpenStdin"`
+	StdinOnce    bool              `json:"StdinOnce"`
+	Tty          bool              `json:"Tty"`
+	HostConfig   HostConfig        `json:"HostConfig"`
+}
+
+// HostConfig is the host-dependent part of a container create call.
+type HostConfig struct {
+	Binds       []string `json:"Binds,omitempty"`
+	NetworkMode string   `json:"NetworkMode,omitempty"`
+	Ulimits     []Ulimit `json:"Ulimits,omitempty"`
+	AutoRemove  bool     `json:"AutoRemove,omitempty"`
+}
+
+// Ulimit is one resource limit of a container ("nofile", "nproc", …).
+type Ulimit struct {
+	Name string `json:"Name"`
+	Soft int64  `json:"Soft"`
+	Hard int64  `json:"Hard"`
+}
+
+// State is a container's state as inspect reports it.
+type State struct {
+	Status     string `json:"Status"` // created, running, exited, …
+	Running    bool   `json:"Running"`
+	ExitCode   int    `json:"ExitCode"`
+	Error      string `json:"Error"`
+	OOMKilled  bool   `json:"OOMKilled"`
+	StartedAt  string `json:"StartedAt"`
+	FinishedAt string `json:"FinishedAt"`
+}
+
+// CreateContainer creates a container (named name unless name is "") and
+// returns its ID.
+func (c *Client) CreateContainer(ctx context.Context, name string, cfg ContainerConfig) (string, error) {
+	q := url.Values{}
+	if name != "" {
+		q.Set("name", name)
+	}
+	var out struct {
+		ID       string   `json:"Id"`
+		Warnings []string `json:"Warnings"`
+	}
+	if err := c.doJSON(ctx, http.MethodPost, "/containers/create", q, cfg, &out); err != nil {
+		if IsNotFound(err) {
+			return "", fmt.Errorf("create a container of image %s: the image is not in the engine's image store: "+
+				"build or load it first (for Tether's own images: make images, then docker load -i / podman load -i bin/images/NAME.tar): %w", cfg.Image, err)
+		}
+		return "", fmt.Errorf("create a container of image %s: %w", cfg.Image, err)
+	}
+	if out.ID == "" {
+		return "", fmt.Errorf("create a container of image %s: the engine returned no container ID", cfg.Image)
+	}
+	return out.ID, nil
+}
+
+// StartContainer starts a created container.
+func (c *Client) StartContainer(ctx context.Context, id string) error {
+	if err := c.doJSON(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/start", nil, nil, nil); err != nil {
+		return fmt.Errorf("start container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// InspectContainer returns a container's state.
+func (c *Client) InspectContainer(ctx context.Context, id string) (State, error) {
+	var out struct {
+		State State `json:"State"`
+	}
+	if err := c.doJSON(ctx, http.MethodGet, "/containers/"+url.PathEscape(id)+"/json", nil, nil, &out); err != nil {
+		return State{}, fmt.Errorf("inspect container %s: %w", short(id), err)
+	}
+	return out.State, nil
+}
+
+// WaitContainer waits until a container stops and returns its exit code.
+func (c *Client) WaitContainer(ctx context.Context, id string) (int, error) {
+	var out struct {
+		StatusCode int `json:"StatusCode"`
+	}
+	if err := c.doJSON(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/wait", nil, nil, &out); err != nil {
+		return 0, fmt.Errorf("wait for container %s: %w", short(id), err)
+	}
+	return out.StatusCode, nil
+}
+
+// RemoveContainer removes a container (force: even if it runs) and its
+// anonymous volumes. A container that is already gone is not an error.
+func (c *Client) RemoveContainer(ctx context.Context, id string, force bool) error {
+	q := url.Values{"v": {"1"}}
+	if force {
+		q.Set("force", "1")
+	}
+	err := c.doJSON(ctx, http.MethodDelete, "/containers/"+url.PathEscape(id), q, nil, nil)
+	if err != nil && !IsNotFound(err) {
+		return fmt.Errorf("remove container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// CopyFromContainer returns a tar stream of path in a container (which need
+// not be running). The caller closes it.
+func (c *Client) CopyFromContainer(ctx context.Context, id, path string) (io.ReadCloser, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/containers/"+url.PathEscape(id)+"/archive", url.Values{"path": {path}}, "", nil)
+	if err != nil {
+		return nil, fmt.Errorf("copy %s out of container %s: %w", path, short(id), err)
+	}
+	return resp.Body, nil
+}
+
+// CopyToContainer extracts the tar stream archive into the existing
+// directory dir of a container (which need not be running).
+func (c *Client) CopyToContainer(ctx context.Context, id, dir string, archive io.Reader) error {
+	resp, err := c.do(ctx, http.MethodPut, "/containers/"+url.PathEscape(id)+"/archive", url.Values{"path": {dir}}, "application/x-tar", archive)
+	if err != nil {
+		return fmt.Errorf("copy files into %s of container %s: %w", dir, short(id), err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}
+
+// short abbreviates a container ID for messages.
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

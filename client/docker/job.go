@@ -1,0 +1,172 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultHelperImage is the image the shim is copied from by default.
+const DefaultHelperImage = "localhost/tether/helper:dev"
+
+// Labels put on every container Tether creates.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByValue = "tether"
+	LabelJob       = "tether.dev/job"
+)
+
+// Spec describes a job container.
+type Spec struct {
+	// Image is the image the scripts run in; it needs a shell. Required.
+	Image string
+	// HelperImage holds the static shim at /tether-shim. Default
+	// DefaultHelperImage.
+	HelperImage string
+	// Name names the container; "" lets the engine pick a name.
+	Name string
+	// Scripts are placed under ScriptDir (see ScriptPath).
+	Scripts []Script
+	// Env is the container's environment, "NAME=value" each.
+	Env []string
+	// Labels are added to the container's labels (LabelManagedBy is always
+	// set).
+	Labels map[string]string
+	// User overrides the image's user ("uid[:gid]" or a name).
+	User string
+	// NetworkMode is the container's network ("none", "host", a network
+	// name); "" keeps the engine's default.
+	NetworkMode string
+	// Deadline makes the shim stop the job and exit this long after it
+	// started (its --deadline); 0 means no deadline.
+	Deadline time.Duration
+	// IdleTimeout makes the shim exit when no script ran and no command or
+	// ping came for this long (its --idle-timeout), so a container whose
+	// client died ends; 0 means never.
+	IdleTimeout time.Duration
+	// ShimArgs are extra shim flags.
+	ShimArgs []string
+	// Ulimits are the container's resource limits. nil keeps the engine's
+	// defaults, and if the engine cannot apply them (rootful Podman without
+	// CAP_SYS_RESOURCE: "error setting rlimit") retries once with limits
+	// within this process's own (see FallbackUlimits).
+	Ulimits []Ulimit
+	// Diagnostics receives the shim's stderr (its own log lines, never job
+	// output); nil discards it.
+	Diagnostics io.Writer
+	// Logger receives the backend's diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Container is a started job container whose init process is the shim. It
+// implements client.Transport.
+type Container struct {
+	c    *Client
+	id   string
+	diag io.Writer
+}
+
+// ID returns the container's ID.
+func (ct *Container) ID() string { return ct.id }
+
+// StartJob creates and starts a job container as described in the package
+// documentation. On failure nothing is left behind.
+func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
+	if spec.Image == "" {
+		return nil, errors.New("start a job container: Spec.Image is empty")
+	}
+	if spec.HelperImage == "" {
+		spec.HelperImage = DefaultHelperImage
+	}
+	log := spec.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	shim, err := c.shimFromHelper(ctx, spec.HelperImage)
+	if err != nil {
+		return nil, fmt.Errorf("start a job container: %w", err)
+	}
+	archive, err := jobArchive(shim, spec.Scripts)
+	if err != nil {
+		return nil, fmt.Errorf("start a job container: %w", err)
+	}
+	cfg := containerConfig(spec)
+	id, err := c.createAndStart(ctx, spec.Name, cfg, archive)
+	if err != nil && spec.Ulimits == nil && strings.Contains(err.Error(), "rlimit") {
+		cfg.HostConfig.Ulimits = FallbackUlimits()
+		log.Info("the engine cannot apply its default resource limits; retrying with explicit ulimits",
+			"error", err, "ulimits", fmt.Sprint(cfg.HostConfig.Ulimits))
+		id, err = c.createAndStart(ctx, spec.Name, cfg, archive)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start a job container of image %s: %w", spec.Image, err)
+	}
+	log.Debug("job container started", "id", short(id), "image", spec.Image)
+	return &Container{c: c, id: id, diag: spec.Diagnostics}, nil
+}
+
+// containerConfig builds the create call for spec.
+func containerConfig(spec Spec) ContainerConfig {
+	args := []string{"--spool-dir=" + SpoolDir}
+	if spec.Deadline > 0 {
+		args = append(args, "--deadline="+strconv.FormatInt(int64((spec.Deadline+time.Second-1)/time.Second), 10))
+	}
+	if spec.IdleTimeout > 0 {
+		args = append(args, "--idle-timeout="+spec.IdleTimeout.String())
+	}
+	args = append(args, spec.ShimArgs...)
+	labels := map[string]string{}
+	maps.Copy(labels, spec.Labels)
+	labels[LabelManagedBy] = ManagedByValue
+	return ContainerConfig{
+		Image: spec.Image,
+		// The shell only opens the FIFO (read-write, so it never sees EOF
+		// when a writer goes) as the shim's stdin and execs the shim,
+		// which so becomes PID 1.
+		Entrypoint:   []string{"/bin/sh", "-c", `exec ` + ShimPath + ` "$@" 0<>` + CommandsPath, "tether-shim"},
+		Cmd:          args,
+		Env:          spec.Env,
+		Labels:       labels,
+		User:         spec.User,
+		AttachStdout: true,
+		AttachStderr: true,
+		Tty:          false,
+		HostConfig: HostConfig{
+			NetworkMode: spec.NetworkMode,
+			Ulimits:     spec.Ulimits,
+		},
+	}
+}
+
+// createAndStart creates a container, uploads the job archive into it and
+// starts it; on failure it removes the container again.
+func (c *Client) createAndStart(ctx context.Context, name string, cfg ContainerConfig, archive []byte) (id string, err error) {
+	id, err = c.CreateContainer(ctx, name, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if rerr := c.RemoveContainer(rctx, id, true); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}()
+	if err := c.CopyToContainer(ctx, id, "/", bytes.NewReader(archive)); err != nil {
+		return id, err
+	}
+	if err := c.StartContainer(ctx, id); err != nil {
+		return id, err
+	}
+	return id, nil
+}
