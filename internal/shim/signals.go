@@ -10,16 +10,34 @@ import (
 // group. SIGTERM also ends the shim (forward, grace, exit).
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
-// Signals subscribes to the signals the shim handles and ignores the job
-// control signals that would otherwise stop it (SIGTSTP, SIGTTIN, SIGTTOU)
-// and SIGPIPE (a write error is handled instead). Only the listed signals are
-// subscribed: a bare signal.Notify would also catch SIGURG (Go preemption)
-// and SIGCHLD (the reaper's).
+// Signals subscribes to the signals the shim handles. The job-control
+// signals that would otherwise stop it (SIGTSTP, SIGTTIN, SIGTTOU) and
+// SIGPIPE (a failed write is handled as an error instead) are caught and
+// dropped. They are deliberately not ignored with signal.Ignore: an ignored
+// disposition survives exec, so every script would inherit it (`yes | head`
+// would never end by SIGPIPE). Only the listed signals are subscribed: a
+// bare signal.Notify would also catch SIGURG (Go preemption) and SIGCHLD
+// (the reaper's).
 func Signals() (<-chan os.Signal, func()) {
-	signal.Ignore(syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE)
 	ch := make(chan os.Signal, 8)
 	signal.Notify(ch, forwarded...)
-	return ch, func() { signal.Stop(ch) }
+	dropped := make(chan os.Signal, 8)
+	signal.Notify(dropped, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-dropped:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ch, func() {
+		signal.Stop(ch)
+		signal.Stop(dropped)
+		close(done)
+	}
 }
 
 // onSignal forwards sig to the running script's group. For SIGTERM it

@@ -1,0 +1,180 @@
+package shim_test
+
+import (
+	"fmt"
+	"strings"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// withinOneSecondOf checks that the shim exited within 1 s after due.
+func withinOneSecondOf(t *testing.T, due, exited time.Time) {
+	t.Helper()
+	if late := exited.Sub(due); late > time.Second || late < -100*time.Millisecond {
+		t.Fatalf("exited %v after it was due, want within 1s", late)
+	}
+}
+
+func TestDeadlineStopsTheScriptAndExits(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "long.sh", "echo started; sleep 30; echo never\n")
+	start := time.Now()
+	p := startShim(t, []string{"--deadline", "1.5", "--grace", "5s"})
+	p.send(run(s))
+	code, x := p.waitExit(10 * time.Second)
+	withinOneSecondOf(t, start.Add(1500*time.Millisecond), time.Now())
+	if code != 124 || x.Reason != protocol.ReasonDeadline {
+		t.Fatalf("exit %d %+v, want 124 deadline", code, x)
+	}
+	st := p.waitStatus(s, time.Second)
+	if st.Signal != "SIGTERM" || st.CommandExitCode != 143 || st.Error == "" {
+		t.Fatalf("status %+v, want SIGTERM/143 with the reason", st)
+	}
+}
+
+// A script that ignores SIGTERM is killed after the grace period.
+func TestDeadlineKillsAfterGrace(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "stubborn.sh", "trap 'echo ignoring TERM' TERM; echo started; while :; do sleep 0.05; done\n")
+	start := time.Now()
+	p := startShim(t, []string{"--deadline", "1", "--grace", "500ms"})
+	p.send(run(s))
+	code, _ := p.waitExit(10 * time.Second)
+	withinOneSecondOf(t, start.Add(1500*time.Millisecond), time.Now())
+	st := p.waitStatus(s, time.Second)
+	if code != 124 || st.Signal != "SIGKILL" {
+		t.Fatalf("exit %d status %+v, want 124 and SIGKILL", code, st)
+	}
+}
+
+func TestDeadlineAsRFC3339(t *testing.T) {
+	due := time.Now().Add(1200 * time.Millisecond)
+	p := startShim(t, []string{"--deadline", due.UTC().Format(time.RFC3339Nano)})
+	code, x := p.waitExit(10 * time.Second)
+	withinOneSecondOf(t, due, time.Now())
+	if code != 124 || x.Reason != protocol.ReasonDeadline {
+		t.Fatalf("exit %d %+v", code, x)
+	}
+}
+
+func TestTTLAnnotationEndsTheShim(t *testing.T) {
+	dir := t.TempDir()
+	ann := filepath.Join(dir, "annotations")
+	created := time.Now().Add(-time.Second).Truncate(time.Second)
+	os.WriteFile(ann, []byte(fmt.Sprintf("other=\"x\"\n%s=\"3\"\n", "cleaner.kubernetes.gitlab.org/ttl")), 0o644)
+	p := startShim(t, []string{"--ttl-file", ann, "--created", created.Format(time.RFC3339)})
+	code, x := p.waitExit(10 * time.Second)
+	withinOneSecondOf(t, created.Add(3*time.Second), time.Now())
+	if code != 124 || x.Reason != protocol.ReasonTTL {
+		t.Fatalf("exit %d %+v, want 124 ttl", code, x)
+	}
+}
+
+// A malformed TTL is ignored (never treated as 0).
+func TestMalformedTTLIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	ann := filepath.Join(dir, "annotations")
+	os.WriteFile(ann, []byte("cleaner.kubernetes.gitlab.org/ttl=\"soon\"\n"), 0o644)
+	p := startShim(t, []string{"--ttl-file", ann, "--idle-timeout", "1500ms"})
+	code, x := p.waitExit(10 * time.Second)
+	if code != 125 || x.Reason != protocol.ReasonIdle {
+		t.Fatalf("exit %d %+v, want the idle timeout (125), not the TTL", code, x)
+	}
+}
+
+func TestIdleTimeoutAndPingsKeepAlive(t *testing.T) {
+	p := startShim(t, []string{"--idle-timeout", "700ms"})
+	pingsUntil := time.Now().Add(1500 * time.Millisecond)
+	var lastPing time.Time
+	for time.Now().Before(pingsUntil) {
+		p.send(protocol.Command{Cmd: protocol.CmdPing, Nonce: "n"})
+		lastPing = time.Now()
+		time.Sleep(200 * time.Millisecond)
+	}
+	select {
+	case <-p.exited:
+		t.Fatal("the shim exited although pings kept arriving")
+	default:
+	}
+	code, x := p.waitExit(10 * time.Second)
+	withinOneSecondOf(t, lastPing.Add(700*time.Millisecond), time.Now())
+	if code != 125 || x.Reason != protocol.ReasonIdle {
+		t.Fatalf("exit %d %+v, want 125 idle", code, x)
+	}
+}
+
+// A running script is not "idle": the idle timer waits for it.
+func TestIdleTimeoutWaitsForTheRunningScript(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "work.sh", "sleep 1.5; echo done\n")
+	p := startShim(t, []string{"--idle-timeout", "500ms"})
+	p.send(run(s))
+	p.waitExit(10 * time.Second)
+	if st := p.waitStatus(s, time.Second); st.CommandExitCode != 0 {
+		t.Fatalf("the script was interrupted by the idle timeout: %+v", st)
+	}
+}
+
+func TestSIGTERMForwardsGraceExit(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "term.sh", "trap 'echo cleaning up; exit 7' TERM; echo ready; while :; do sleep 0.05; done\n")
+	p := startShim(t, []string{"--grace", "3s"})
+	p.send(run(s))
+	p.waitRecord(0, 5*time.Second, func(r rec) bool { return string(r.Payload) == "ready\n" })
+	sent := time.Now()
+	p.signal(syscall.SIGTERM)
+	code, x := p.waitExit(10 * time.Second)
+	withinOneSecondOf(t, sent, time.Now())
+	if code != 143 || x.Reason != protocol.ReasonSignal {
+		t.Fatalf("exit %d %+v, want 143 signal", code, x)
+	}
+	if st := p.waitStatus(s, time.Second); st.CommandExitCode != 7 {
+		t.Fatalf("the script's TERM trap did not run: %+v", st)
+	}
+	// (bash also reports the TERMinated sleep in between)
+	if out := string(p.output()); !strings.HasPrefix(out, "ready\n") || !strings.HasSuffix(out, "cleaning up\n") {
+		t.Fatalf("output %q", p.output())
+	}
+}
+
+func TestStdinEOFModes(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "fail.sh", "exit 4\n")
+	p := startShim(t, nil)
+	p.send(protocol.Command{Cmd: protocol.CmdJob, ID: "j", Scripts: []string{s}})
+	p.stdin.Close()
+	if code, x := p.waitExit(5 * time.Second); code != 4 || x.Reason != protocol.ReasonStdinEOF {
+		t.Fatalf("exit %d %+v, want the job's code 4 and stdin-eof", code, x)
+	}
+
+	w := startShim(t, []string{"--on-stdin-eof", "wait", "--idle-timeout", "1s"})
+	w.stdin.Close()
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-w.exited:
+		t.Fatal("--on-stdin-eof wait exited at EOF")
+	default:
+	}
+	if _, x := w.waitExit(5 * time.Second); x.Reason != protocol.ReasonIdle {
+		t.Fatalf("final record %+v, want idle", x)
+	}
+}
+
+func TestExitCommandWaitsForQueuedWork(t *testing.T) {
+	dir := t.TempDir()
+	a := script(t, dir, "a.sh", "sleep 0.3; echo a\n")
+	b := script(t, dir, "b.sh", "echo b\n")
+	p := startShim(t, nil)
+	p.send(run(a), run(b), protocol.Command{Cmd: protocol.CmdExit})
+	if code, x := p.waitExit(5 * time.Second); code != 0 || x.Reason != protocol.ReasonExitCommand {
+		t.Fatalf("exit %d %+v", code, x)
+	}
+	if string(p.output()) != "a\nb\n" {
+		t.Fatalf("output %q", p.output())
+	}
+}

@@ -1,0 +1,139 @@
+package shim_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// 1000 orphaned descendants of depths 2 to 4 are reaped by the shim as
+// PID 1: none is left as a zombie, and none is left at all once they end.
+func TestReapsOrphansOfAnyDepth(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "orphans.sh", `
+TETHER_TEST_HELPER=spawn-orphans "$TETHER_TEST_BIN" 980 1
+TETHER_TEST_HELPER=spawn-orphans "$TETHER_TEST_BIN" 10 2
+TETHER_TEST_HELPER=spawn-orphans "$TETHER_TEST_BIN" 10 3
+echo spawned
+`)
+	p := startShim(t, []string{"--drain-timeout", "100ms"})
+	p.send(run(s))
+	if st := p.waitStatus(s, 60*time.Second); st.CommandExitCode != 0 {
+		t.Fatalf("orphan script failed: %+v", st)
+	}
+	var orphans map[int]string
+	eventually(t, 30*time.Second, "1000 orphans under the shim", func() bool {
+		orphans = descendants(t, p.pid())
+		return len(orphans) >= 1000
+	})
+	for pid := range orphans {
+		_ = syscall.Kill(pid, syscall.SIGTERM) // they end; only the shim can reap them
+	}
+	eventually(t, 30*time.Second, "every orphan to end and be reaped", func() bool {
+		return len(descendants(t, p.pid())) == 0
+	})
+	p.stdin.Close()
+	if code, x := p.waitExit(5 * time.Second); code != 0 || x.Reason != protocol.ReasonStdinEOF {
+		t.Fatalf("exit %d %+v, want 0 stdin-eof", code, x)
+	}
+}
+
+// Zombies never accumulate while orphans are still being created and end.
+func TestNoZombiesWhileRunning(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "churn.sh", `
+i=0
+while [ $i -lt 300 ]; do ( true & ) ; i=$((i+1)); done
+echo ready
+sleep 2
+`)
+	p := startShim(t, nil)
+	p.send(run(s))
+	p.waitRecord(0, 30*time.Second, func(r rec) bool { return r.Type.IsOutput() && string(r.Payload) == "ready\n" })
+	time.Sleep(300 * time.Millisecond)
+	zombies := 0
+	for _, st := range descendants(t, p.pid()) {
+		if st == "Z" {
+			zombies++
+		}
+	}
+	if zombies > 0 {
+		t.Fatalf("%d zombies under the shim", zombies)
+	}
+}
+
+// Forwarded signals reach the whole process group of the running script:
+// the script itself and a background child that prints every signal.
+func TestSignalsReachTheScriptGroup(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "sigs.sh", `
+for s in HUP INT QUIT USR1 USR2; do trap "echo parent got $s" $s; done
+TETHER_TEST_HELPER=print-signals "$TETHER_TEST_BIN" child &
+while :; do sleep 0.05; done
+`)
+	p := startShim(t, nil)
+	p.send(run(s))
+	p.waitRecord(0, 10*time.Second, func(r rec) bool { return string(r.Payload) == "child ready\n" })
+	names := map[syscall.Signal]string{syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGQUIT: "QUIT", syscall.SIGUSR1: "USR1", syscall.SIGUSR2: "USR2"}
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2} {
+		p.signal(sig)
+		for _, who := range []string{"parent", "child"} {
+			want := fmt.Sprintf("%s got %s\n", who, names[sig])
+			p.waitRecord(0, 5*time.Second, func(r rec) bool { return string(r.Payload) == want })
+		}
+	}
+}
+
+// SIGTSTP, SIGTTIN and SIGTTOU never stop the shim.
+func TestJobControlSignalsDoNotStopTheShim(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "hi.sh", "echo hi\n")
+	p := startShim(t, nil)
+	for _, sig := range []syscall.Signal{syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU} {
+		p.signal(sig)
+	}
+	time.Sleep(100 * time.Millisecond)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(string(data)[strings.LastIndexByte(string(data), ')')+1:]); f[0] == "T" {
+		t.Fatal("the shim is stopped")
+	}
+	p.send(run(s))
+	if st := p.waitStatus(s, 5*time.Second); st.CommandExitCode != 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// Exit codes 0..255 map to themselves; a signal N maps to 128+N with its name.
+func TestExitCodeMapping(t *testing.T) {
+	dir := t.TempDir()
+	p := startShim(t, nil)
+	var cmds []protocol.Command
+	for n := 0; n <= 255; n++ {
+		cmds = append(cmds, run(script(t, dir, fmt.Sprintf("exit%d.sh", n), fmt.Sprintf("exit %d\n", n))))
+	}
+	p.send(cmds...)
+	for n := 0; n <= 255; n++ {
+		st := p.waitStatus(cmds[n].Script, 30*time.Second)
+		if st.CommandExitCode != n || st.Signal != "" {
+			t.Errorf("exit %d: got code %d signal %q", n, st.CommandExitCode, st.Signal)
+		}
+	}
+	signals := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGKILL": syscall.SIGKILL, "SIGINT": syscall.SIGINT,
+		"SIGHUP": syscall.SIGHUP, "SIGSEGV": syscall.SIGSEGV, "SIGABRT": syscall.SIGABRT, "SIGUSR1": syscall.SIGUSR1, "SIGPIPE": syscall.SIGPIPE}
+	for name, sig := range signals {
+		path := script(t, dir, "kill"+name+".sh", fmt.Sprintf("trap - %s; kill -s %s $$; sleep 5\n", strings.TrimPrefix(name, "SIG"), strings.TrimPrefix(name, "SIG")))
+		p.send(run(path))
+		st := p.waitStatus(path, 10*time.Second)
+		if st.CommandExitCode != 128+int(sig) || st.Signal != name {
+			t.Errorf("%s: got code %d signal %q, want %d %s", name, st.CommandExitCode, st.Signal, 128+int(sig), name)
+		}
+	}
+}
