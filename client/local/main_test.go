@@ -1,0 +1,118 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/local"
+)
+
+// shimBin is the tether-shim binary built once for this package's tests
+// (from source: the tests do not depend on `make build`).
+var shimBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tether-local-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shimBin = filepath.Join(dir, local.ShimName)
+	build := exec.Command("go", "build", "-o", shimBin, "github.com/tether-ci/tether/cmd/shim")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build tether-shim: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// script writes an executable shell script into t's temp dir.
+func script(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startShim starts a real tether-shim, closed at the end of the test.
+func startShim(t *testing.T, args ...string) *local.Shim {
+	t.Helper()
+	var stderr syncBuffer
+	s, err := local.Start(context.Background(), local.Config{Shim: shimBin, Args: args, Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close shim: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("shim stderr:\n%s", stderr.String())
+		}
+	})
+	return s
+}
+
+// fastOpts are session options with short timers, for tests.
+func fastOpts(out *syncBuffer) client.Options {
+	return client.Options{
+		Output:           out,
+		PingInterval:     50 * time.Millisecond,
+		StallTimeout:     2 * time.Second,
+		ReconnectMin:     time.Millisecond,
+		ReconnectMax:     20 * time.Millisecond,
+		ReconnectTimeout: 10 * time.Second,
+		CancelTimeout:    20 * time.Second,
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use that can signal when
+// it contains a string.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *syncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// waitFor polls until the buffer contains s or the timeout passes.
+func (b *syncBuffer) waitFor(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output never contained %q; got %q", s, b.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

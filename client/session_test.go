@@ -1,0 +1,457 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/protocol"
+)
+
+// lockedBuffer is a concurrency-safe output buffer.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func testOpts(out *lockedBuffer) client.Options {
+	return client.Options{
+		Output:           out,
+		PingInterval:     20 * time.Millisecond,
+		StallTimeout:     500 * time.Millisecond,
+		ReconnectMin:     time.Millisecond,
+		ReconnectMax:     10 * time.Millisecond,
+		ReconnectTimeout: 2 * time.Second,
+		CancelTimeout:    2 * time.Second,
+	}
+}
+
+var testJob = client.Job{ID: "j1", Scripts: []string{"/s.sh"}}
+
+func TestGarbageBeforeTheResumeAnswerIsIgnored(t *testing.T) {
+	f := newFakeShim(t)
+	// What a reconnect may deliver first: the tail of a record, records
+	// that look real (a job result, a final record, another client's
+	// resume answer), a line longer than any record, a torn line.
+	f.prefix = func(int) []byte {
+		return []byte("ail of a line\n" +
+			"j 0 {\"exit_code\":0,\"job\":\"j1\"}\n" +
+			"x 0 {\"reason\":\"fatal\",\"exit_code\":70}\n" +
+			"r - {\"nonce\":\"someone-else\",\"from\":0,\"end\":0}\n" +
+			"o 0 fake output\n" +
+			strings.Repeat("z", 3*protocol.MaxRecord) + "\n")
+	}
+	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "real output\n", 0) }
+	f.start()
+	var out lockedBuffer
+	res, err := client.Run(context.Background(), f, testJob, testOpts(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "real output\n" || res.ExitCode != 0 || len(res.Statuses) != 1 {
+		t.Fatalf("output %q result %+v", out.String(), res)
+	}
+}
+
+func TestDuplicateRecordsInAReplayAreDropped(t *testing.T) {
+	f := newFakeShim(t)
+	// A replay that starts two records earlier than asked.
+	f.replayStart = func(from, end int64, offsets []int64) (int64, string) {
+		for i, off := range offsets {
+			if off >= from {
+				return offsets[max(i-2, 0)], ""
+			}
+		}
+		return offsets[max(len(offsets)-2, 0)], ""
+	}
+	release := make(chan struct{})
+	f.onJob = func(f *fakeShim, c protocol.Command) {
+		go func() {
+			f.record(protocol.TypeBegin, protocol.Begin{Script: "/s.sh", Phase: "script", Job: "j1"})
+			f.output("one\ntwo\nthree")
+			<-release
+			f.output(" four\n")
+			f.record(protocol.TypeStatus, protocol.Status{Script: "/s.sh", Phase: "script", Job: "j1"})
+			f.record(protocol.TypeJob, protocol.JobDone{Job: "j1"})
+		}()
+	}
+	f.start()
+	var out lockedBuffer
+	done := make(chan struct{})
+	var res client.Result
+	var err error
+	go func() {
+		res, err = client.Run(context.Background(), f, testJob, testOpts(&out))
+		close(done)
+	}()
+	waitUntil(t, func() bool { return out.String() == "one\ntwo\nthree" })
+	f.cut()
+	waitUntil(t, func() bool { return len(f.commands(protocol.CmdResume)) == 2 })
+	close(release)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "one\ntwo\nthree four\n" || res.Reconnects != 1 || len(res.Statuses) != 1 {
+		t.Fatalf("output %q, result %+v", out.String(), res)
+	}
+}
+
+func TestReplayErrorIsAHardFailure(t *testing.T) {
+	f := newFakeShim(t)
+	f.replayStart = func(from, end int64, offsets []int64) (int64, string) {
+		if from > 0 {
+			return from, "output before offset 5000 is no longer retained"
+		}
+		return from, ""
+	}
+	f.onJob = func(f *fakeShim, c protocol.Command) {
+		f.output("first\n")
+		go func() { time.Sleep(50 * time.Millisecond); f.cut() }()
+	}
+	f.start()
+	var out lockedBuffer
+	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
+	if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), "output lost") {
+		t.Fatalf("error %v, want output lost", err)
+	}
+	if n := len(f.commands(protocol.CmdResume)); n != 2 {
+		t.Fatalf("%d resume commands, want 2 (no retry after a lost replay)", n)
+	}
+}
+
+func TestRecordsSkippedRepeatedlyEndTheSession(t *testing.T) {
+	f := newFakeShim(t)
+	// Replays skip the first record wanted.
+	f.replayStart = func(from, end int64, offsets []int64) (int64, string) {
+		for _, off := range offsets {
+			if off > from {
+				return off, ""
+			}
+		}
+		return from, ""
+	}
+	f.onJob = func(f *fakeShim, c protocol.Command) {
+		f.output("first\n")
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			f.cut()
+			f.output("second\n") // written while disconnected
+			f.output("third\n")
+		}()
+	}
+	f.start()
+	var out lockedBuffer
+	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
+	if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), "skipped") {
+		t.Fatalf("error %v, want records skipped", err)
+	}
+	if out.String() != "first\n" {
+		t.Fatalf("output %q: nothing after the gap may be written", out.String())
+	}
+}
+
+func TestFinalRecordBeforeTheJobRecordIsErrShimExited(t *testing.T) {
+	f := newFakeShim(t)
+	f.onJob = func(f *fakeShim, c protocol.Command) {
+		f.record(protocol.TypeBegin, protocol.Begin{Script: "/s.sh", Phase: "script", Job: "j1"})
+		f.output("working")
+		f.record(protocol.TypeExit, protocol.Exit{Reason: protocol.ReasonTTL, ExitCode: 124, Message: "ttl expired"})
+	}
+	f.start()
+	var out lockedBuffer
+	res, err := client.Run(context.Background(), f, testJob, testOpts(&out))
+	if !errors.Is(err, client.ErrShimExited) || !strings.Contains(err.Error(), "ttl expired") {
+		t.Fatalf("error %v", err)
+	}
+	if res.ExitCode != 124 || res.Exit == nil || res.Exit.Reason != protocol.ReasonTTL || out.String() != "working" {
+		t.Fatalf("result %+v output %q", res, out.String())
+	}
+}
+
+func TestStreamEndWithoutResultAndShimGoneIsAnError(t *testing.T) {
+	f := newFakeShim(t)
+	f.connectErr = func(n int) error {
+		if n > 1 {
+			return fmt.Errorf("pod deleted: %w", client.ErrShimGone)
+		}
+		return nil
+	}
+	f.onJob = func(f *fakeShim, c protocol.Command) {
+		f.record(protocol.TypeBegin, protocol.Begin{Script: "/s.sh", Phase: "script", Job: "j1"})
+		f.output("partial")
+		go f.cut()
+	}
+	f.start()
+	var out lockedBuffer
+	res, err := client.Run(context.Background(), f, testJob, testOpts(&out))
+	if !errors.Is(err, client.ErrNoResult) || !errors.Is(err, client.ErrShimGone) {
+		t.Fatalf("error %v", err)
+	}
+	if res.ExitCode != 0 || res.Exit != nil {
+		t.Fatalf("result %+v has an outcome", res)
+	}
+}
+
+func TestUnreachableShimGivesUpAfterReconnectTimeout(t *testing.T) {
+	f := newFakeShim(t)
+	f.connectErr = func(n int) error { return errors.New("connection refused") }
+	f.start()
+	var out lockedBuffer
+	opts := testOpts(&out)
+	opts.ReconnectTimeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err := client.Run(context.Background(), f, testJob, opts)
+	if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("error %v", err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("gave up after %s", d)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.connects < 5 {
+		t.Fatalf("only %d connect attempts", f.connects)
+	}
+}
+
+func TestUnknownRecordTypeIsAClearError(t *testing.T) {
+	f := newFakeShim(t)
+	f.onJob = func(f *fakeShim, c protocol.Command) {
+		f.output("before\n")
+		f.raw(fmt.Sprintf("q %d {}\n", f.enc.Offset()))
+	}
+	f.start()
+	var out lockedBuffer
+	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
+	if !errors.Is(err, protocol.ErrUnknownType) || errors.Is(err, client.ErrShimExited) {
+		t.Fatalf("error %v, want ErrUnknownType", err)
+	}
+	if out.String() != "before\n" {
+		t.Fatalf("output %q", out.String())
+	}
+}
+
+func TestProtocolVersionMismatchIsAClearError(t *testing.T) {
+	f := newFakeShim(t)
+	f.hello = &protocol.Hello{Protocol: protocol.Version + 1, Shim: "future"}
+	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "x\n", 0) }
+	f.start()
+	var out lockedBuffer
+	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
+	if err == nil || !strings.Contains(err.Error(), "protocol") {
+		t.Fatalf("error %v, want a protocol mismatch", err)
+	}
+}
+
+func TestJobIsResentUntilTheShimAcknowledgesIt(t *testing.T) {
+	f := newFakeShim(t)
+	swallowed := 0
+	f.onCommand = func(f *fakeShim, c protocol.Command) bool {
+		if c.Cmd == protocol.CmdJob && swallowed < 2 {
+			swallowed++
+			go f.cut() // lost with the connection
+			return true
+		}
+		return false
+	}
+	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "ran\n", 0) }
+	f.start()
+	var out lockedBuffer
+	res, err := client.Run(context.Background(), f, client.Job{Scripts: []string{"/s.sh"}}, testOpts(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := f.commands(protocol.CmdJob)
+	if len(jobs) != 3 || jobs[0].ID == "" || jobs[0].ID != jobs[2].ID {
+		t.Fatalf("job commands %+v, want the same random ID three times", jobs)
+	}
+	if out.String() != "ran\n" || res.Reconnects != 2 {
+		t.Fatalf("output %q result %+v", out.String(), res)
+	}
+}
+
+func TestJobIsNotResentOnceSeen(t *testing.T) {
+	f := newFakeShim(t)
+	f.onJob = func(f *fakeShim, c protocol.Command) {
+		go func() {
+			f.record(protocol.TypeBegin, protocol.Begin{Script: "/s.sh", Phase: "script", Job: "j1"})
+			time.Sleep(50 * time.Millisecond)
+			f.cut()
+			time.Sleep(50 * time.Millisecond)
+			finishJob(f, c, "", 0)
+		}()
+	}
+	f.start()
+	var out lockedBuffer
+	if _, err := client.Run(context.Background(), f, testJob, testOpts(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.commands(protocol.CmdJob)); n != 1 {
+		t.Fatalf("%d job commands after the job's begin record was seen", n)
+	}
+}
+
+func TestRejectedJobIsAnError(t *testing.T) {
+	f := newFakeShim(t)
+	f.onCommand = func(f *fakeShim, c protocol.Command) bool {
+		if c.Cmd == protocol.CmdJob {
+			go f.record(protocol.TypeError, protocol.ErrorRecord{Error: "job refused", Input: `{"cmd":"job","id":"j1","scripts":["/s.sh"]}`})
+			return true
+		}
+		return false
+	}
+	f.start()
+	var out lockedBuffer
+	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
+	if err == nil || !strings.Contains(err.Error(), "job refused") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestSilentConnectionIsDeclaredStalled(t *testing.T) {
+	f := newFakeShim(t)
+	f.connectErr = func(n int) error {
+		f.mu.Lock()
+		f.silent = n == 1 // the first connection never delivers a byte
+		f.mu.Unlock()
+		return nil
+	}
+	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "ok\n", 0) }
+	f.start()
+	var out lockedBuffer
+	var evs []client.Event
+	opts := testOpts(&out)
+	opts.StallTimeout = 200 * time.Millisecond
+	opts.Events = func(ev client.Event) { evs = append(evs, ev) }
+	res, err := client.Run(context.Background(), f, testJob, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reconnects != 1 || len(evs) == 0 || evs[0].Kind != client.EventDisconnected {
+		t.Fatalf("result %+v events %+v", res, evs)
+	}
+	if !strings.Contains(evs[0].Err.Error(), "within") && !strings.Contains(evs[0].Err.Error(), "stalled") {
+		t.Fatalf("disconnect reason %v", evs[0].Err)
+	}
+}
+
+func TestCancelBeforeSubmissionReturnsAtOnce(t *testing.T) {
+	f := newFakeShim(t)
+	block := make(chan struct{})
+	defer close(block)
+	f.start()
+	tr := transportFunc(func(ctx context.Context) (client.Conn, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-block:
+			return nil, errors.New("unblocked")
+		}
+	})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("runner shutting down")
+	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
+	var out lockedBuffer
+	start := time.Now()
+	res, err := client.Run(ctx, tr, testJob, testOpts(&out))
+	if !errors.Is(err, cause) || !res.Cancelled {
+		t.Fatalf("Run: %+v %v", res, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("took %s", d)
+	}
+}
+
+func TestCancelWithoutAnswerTimesOut(t *testing.T) {
+	f := newFakeShim(t)
+	f.onJob = func(f *fakeShim, c protocol.Command) {
+		f.record(protocol.TypeBegin, protocol.Begin{Script: "/s.sh", Phase: "script", Job: "j1"})
+	}
+	f.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	var out lockedBuffer
+	opts := testOpts(&out)
+	opts.CancelTimeout = 300 * time.Millisecond
+	opts.CancelGrace = 1500 * time.Millisecond
+	start := time.Now()
+	res, err := client.Run(ctx, f, testJob, opts)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, client.ErrNoResult) || !res.Cancelled {
+		t.Fatalf("Run: %+v %v", res, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("took %s", d)
+	}
+	cancels := f.commands(protocol.CmdCancel)
+	if len(cancels) != 1 || cancels[0].GraceMS != 1500 {
+		t.Fatalf("cancel commands %+v", cancels)
+	}
+}
+
+func TestOutputWriteErrorEndsTheSession(t *testing.T) {
+	f := newFakeShim(t)
+	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "data\n", 0) }
+	f.start()
+	opts := testOpts(nil)
+	opts.Output = failWriter{}
+	_, err := client.Run(context.Background(), f, testJob, opts)
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	f := newFakeShim(t).start()
+	if _, err := client.Run(context.Background(), f, testJob, client.Options{}); err == nil {
+		t.Fatal("Run without Output succeeded")
+	}
+	var out lockedBuffer
+	if _, err := client.Run(context.Background(), f, client.Job{}, testOpts(&out)); err == nil {
+		t.Fatal("Run of an empty job succeeded")
+	}
+	if _, err := client.Run(context.Background(), nil, testJob, testOpts(&out)); err == nil {
+		t.Fatal("Run without a transport succeeded")
+	}
+	if _, err := client.Attach(context.Background(), f, -1, testOpts(&out)); err == nil {
+		t.Fatal("Attach from a negative offset succeeded")
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+type transportFunc func(ctx context.Context) (client.Conn, error)
+
+func (f transportFunc) Connect(ctx context.Context) (client.Conn, error) { return f(ctx) }
+
+// waitUntil polls cond for up to 5 seconds.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
