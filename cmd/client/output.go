@@ -13,6 +13,8 @@ package main
 //	    maps a session's outcome to tether's exit code.
 //	parseArgs(fs, args)
 //	    parses flags and positional arguments in any order.
+//	printUsage(fs, w, head)
+//	    prints a command's usage with its flags in --name form.
 
 import (
 	"context"
@@ -190,27 +192,24 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-// usageFunc returns a FlagSet usage function that prints head and the flags
-// in --name form.
-func usageFunc(fs *flag.FlagSet, w io.Writer, head string) func() {
-	return func() {
-		fmt.Fprint(w, head)
-		fmt.Fprintln(w, "\nFlags:")
-		fs.VisitAll(func(f *flag.Flag) {
-			dash := "--"
-			if len(f.Name) == 1 {
-				dash = "-"
-			}
-			name, usage := flag.UnquoteUsage(f)
-			line := "  " + dash + f.Name
-			if name != "" {
-				line += " " + name
-			}
-			line += "\n        " + usage
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "[]" {
-				line += fmt.Sprintf(" (default %s)", f.DefValue)
-			}
-			fmt.Fprintln(w, line)
-		})
-	}
+// printUsage prints head and fs's flags in --name form to w.
+func printUsage(fs *flag.FlagSet, w io.Writer, head string) {
+	fmt.Fprint(w, head)
+	fmt.Fprintln(w, "\nFlags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		name, usage := flag.UnquoteUsage(f)
+		line := "  " + dash + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		line += "\n        " + usage
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "[]" {
+			line += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w, line)
+	})
 }

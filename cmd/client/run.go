@@ -68,21 +68,22 @@ Examples:
 `
 
 // newRunFlagSet returns the FlagSet of `tether run` bound to f.
-func newRunFlagSet(f *runFlags, stdout io.Writer) *flag.FlagSet {
+func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("tether run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = usageFunc(fs, stdout, runUsage)
+	fs.Usage = func() {} // errors are reported by runCmd, --help prints usage
+
 	f.logFlags.register(fs)
 	fs.BoolVar(&f.Local, "local", false, "run the shim as a local child process (no cluster)")
 	fs.BoolVar(&f.Docker, "docker", false, "run in a docker/podman container")
-	fs.Var(&f.After, "after", "after-script, run even when a main script failed (repeatable)")
+	fs.Var(&f.After, "after", "after-`SCRIPT`, run even when a main script failed (repeatable)")
 	fs.StringVar(&f.Shim, "shim", "", "tether-shim binary for --local (default: next to tether, else on PATH)")
 	fs.StringVar(&f.Image, "image", "", "image of the build container (Kubernetes, docker)")
 	fs.StringVar(&f.Namespace, "namespace", "", "Kubernetes namespace (default: the kubeconfig's)")
 	fs.StringVar(&f.Namespace, "n", "", "shorthand for --namespace")
 	fs.DurationVar(&f.Timeout, "timeout", time.Hour, "job timeout; the shim stops the job when it passes (0 = none)")
-	fs.DurationVar(&f.TTL, "ttl", 0, "pod TTL for `tether gc` (0 = timeout + 15m)")
-	fs.Var(&f.Env, "env", "job variable K=V (repeatable)")
+	fs.DurationVar(&f.TTL, "ttl", 0, "pod TTL after which tether gc deletes it (0 = timeout + 15m)")
+	fs.Var(&f.Env, "env", "job variable `K=V` (repeatable)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
 	fs.StringVar(&f.HelperImage, "helper-image", DefaultHelperImage, "image that carries tether-shim")
@@ -94,10 +95,10 @@ func newRunFlagSet(f *runFlags, stdout io.Writer) *flag.FlagSet {
 // runCmd is `tether run`.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
-	fs := newRunFlagSet(&f, stdout)
+	fs := newRunFlagSet(&f)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
+		printUsage(fs, stdout, runUsage)
 		return 0
 	}
 	if err != nil {

@@ -27,7 +27,10 @@ func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr i
 	}
 	cfg := local.Config{Shim: path, Args: args, Env: envOrNil(f.Env)}
 	if !f.Quiet {
-		cfg.Stderr = stderr
+		// Through a pipe tether copies, never our own stderr descriptor: a
+		// shim still stopping after a forced exit must not hold the
+		// caller's stderr open.
+		cfg.Stderr = struct{ io.Writer }{stderr}
 	}
 	shim, err := local.Start(ctx, cfg)
 	if err != nil {
