@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/protocol"
 )
 
 // Exit codes of tether itself. A job's own exit code is passed through.
@@ -65,6 +66,13 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch l.Format {
 	case "text", "":
+		// A short local time: the lines sit between the job's output.
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 && a.Value.Kind() == slog.KindTime {
+				a.Value = slog.StringValue(a.Value.Time().Format("15:04:05.000"))
+			}
+			return a
+		}
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
@@ -104,7 +112,11 @@ func progress(log *slog.Logger) func(client.Event) {
 		case client.EventShimError:
 			log.Warn("the shim rejected a command", "error", ev.Message)
 		case client.EventShimExit:
-			log.Info("the shim exited", "reason", ev.Exit.Reason, "exit_code", ev.Exit.ExitCode, "message", ev.Exit.Message)
+			level := slog.LevelWarn
+			if ev.Exit.Reason == protocol.ReasonExitCommand || ev.Exit.Reason == protocol.ReasonStdinEOF {
+				level = slog.LevelDebug // the normal end after the job
+			}
+			log.Log(context.Background(), level, "the shim exited", "reason", ev.Exit.Reason, "exit_code", ev.Exit.ExitCode, "message", ev.Exit.Message)
 		}
 	}
 }
