@@ -2,10 +2,13 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // ContainerConfig is the body of a container create call (the subset of the
@@ -109,17 +112,34 @@ func (c *Client) WaitContainer(ctx context.Context, id string) (int, error) {
 
 // RemoveContainer removes a container (force: even if it runs) and its
 // anonymous volumes. A container that is already gone is not an error.
+// Engine errors are retried a few times: removing a container that is
+// exiting at that moment fails on Podman ("container state improper").
 func (c *Client) RemoveContainer(ctx context.Context, id string, force bool) error {
 	q := url.Values{"v": {"1"}}
 	if force {
 		q.Set("force", "1")
 	}
-	err := c.doJSON(ctx, http.MethodDelete, "/containers/"+url.PathEscape(id), q, nil, nil)
-	if err != nil && !IsNotFound(err) {
-		return fmt.Errorf("remove container %s: %w", short(id), err)
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := c.doJSON(ctx, http.MethodDelete, "/containers/"+url.PathEscape(id), q, nil, nil)
+		if err == nil || IsNotFound(err) {
+			return nil
+		}
+		var ae *APIError
+		if attempt == removeAttempts || !errors.As(err, &ae) || ae.StatusCode < 409 {
+			return fmt.Errorf("remove container %s: %w", short(id), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("remove container %s: %w (after: %w)", short(id), context.Cause(ctx), err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
 	}
-	return nil
 }
+
+// removeAttempts bounds RemoveContainer's retries (about 5 s in all).
+const removeAttempts = 8
 
 // CopyFromContainer returns a tar stream of path in a container (which need
 // not be running). The caller closes it.
@@ -148,4 +168,51 @@ func short(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// ImageID returns the ID (content digest) of an image in the engine's store.
+func (c *Client) ImageID(ctx context.Context, ref string) (string, error) {
+	var out struct {
+		ID string `json:"Id"`
+	}
+	// Image references keep their slashes: the API routes /images/{name}/json
+	// with a name that may contain them.
+	if err := c.doJSON(ctx, http.MethodGet, "/images/"+ref+"/json", nil, nil, &out); err != nil {
+		if IsNotFound(err) {
+			return "", fmt.Errorf("image %s is not in the engine's image store: build or load it first "+
+				"(for Tether's own images: make images, then docker load -i / podman load -i bin/images/NAME.tar): %w", ref, err)
+		}
+		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	if out.ID == "" {
+		return "", fmt.Errorf("inspect image %s: the engine returned no image ID", ref)
+	}
+	return out.ID, nil
+}
+
+// Summary is one entry of ListContainers.
+type Summary struct {
+	ID     string            `json:"Id"`
+	Names  []string          `json:"Names"`
+	Image  string            `json:"Image"`
+	State  string            `json:"State"`
+	Labels map[string]string `json:"Labels"`
+}
+
+// ListContainers lists the containers (running or not) that carry every
+// label in labels ("key=value", or "key" for any value).
+func (c *Client) ListContainers(ctx context.Context, labels ...string) ([]Summary, error) {
+	q := url.Values{"all": {"1"}}
+	if len(labels) > 0 {
+		f, err := json.Marshal(map[string][]string{"label": labels})
+		if err != nil {
+			return nil, fmt.Errorf("list containers: %w", err)
+		}
+		q.Set("filters", string(f))
+	}
+	var out []Summary
+	if err := c.doJSON(ctx, http.MethodGet, "/containers/json", q, nil, &out); err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return out, nil
 }

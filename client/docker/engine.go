@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -32,6 +33,10 @@ type Client struct {
 	host   string // as given, for messages: unix:///path
 	socket string // the socket path
 	http   *http.Client
+
+	// needUlimits is set once the engine failed to apply its default
+	// resource limits; later jobs use FallbackUlimits right away.
+	needUlimits atomic.Bool
 }
 
 // NewClient returns a client for the engine at host, a "unix://PATH"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -28,8 +29,15 @@ type Spec struct {
 	// Image is the image the scripts run in; it needs a shell. Required.
 	Image string
 	// HelperImage holds the static shim at /tether-shim. Default
-	// DefaultHelperImage.
+	// DefaultHelperImage. Unused when ShimBinary is set.
 	HelperImage string
+	// ShimBinary, if set, is the path of a static tether-shim binary on
+	// this machine to put into the container instead of the helper image's
+	// (for trying a freshly built shim without rebuilding images).
+	ShimBinary string
+	// ShimCache, if set, is a directory where the shim copied out of the
+	// helper image is kept per image ID, so later jobs skip the copy.
+	ShimCache string
 	// Name names the container; "" lets the engine pick a name.
 	Name string
 	// Scripts are placed under ScriptDir (see ScriptPath).
@@ -56,7 +64,8 @@ type Spec struct {
 	// Ulimits are the container's resource limits. nil keeps the engine's
 	// defaults, and if the engine cannot apply them (rootful Podman without
 	// CAP_SYS_RESOURCE: "error setting rlimit") retries once with limits
-	// within this process's own (see FallbackUlimits).
+	// within this process's own (see FallbackUlimits), which the Client
+	// then uses for its later jobs right away.
 	Ulimits []Ulimit
 	// Diagnostics receives the shim's stderr (its own log lines, never job
 	// output); nil discards it.
@@ -89,7 +98,13 @@ func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	shim, err := c.shimFromHelper(ctx, spec.HelperImage)
+	var shim []byte
+	var err error
+	if spec.ShimBinary != "" {
+		shim, err = os.ReadFile(spec.ShimBinary)
+	} else {
+		shim, err = c.shimFromHelperCached(ctx, spec.HelperImage, spec.ShimCache)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start a job container: %w", err)
 	}
@@ -98,8 +113,12 @@ func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 		return nil, fmt.Errorf("start a job container: %w", err)
 	}
 	cfg := containerConfig(spec)
+	if spec.Ulimits == nil && c.needUlimits.Load() {
+		cfg.HostConfig.Ulimits = FallbackUlimits()
+	}
 	id, err := c.createAndStart(ctx, spec.Name, cfg, archive)
-	if err != nil && spec.Ulimits == nil && strings.Contains(err.Error(), "rlimit") {
+	if err != nil && cfg.HostConfig.Ulimits == nil && strings.Contains(err.Error(), "rlimit") {
+		c.needUlimits.Store(true)
 		cfg.HostConfig.Ulimits = FallbackUlimits()
 		log.Info("the engine cannot apply its default resource limits; retrying with explicit ulimits",
 			"error", err, "ulimits", fmt.Sprint(cfg.HostConfig.Ulimits))

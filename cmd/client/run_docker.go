@@ -2,15 +2,155 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/docker"
 )
 
-// runDocker runs job in a docker/podman container. Placeholder: the docker
-// backend's owner replaces this file.
+// runDocker runs job in a docker/podman container (client/docker): the
+// scripts are copied into a container of --image whose init is the shim
+// (from --helper-image, or the --shim binary when given), the session
+// attaches through the Docker Engine API at DOCKER_HOST, and the container
+// is removed afterwards unless --keep.
 func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "tether run --docker: the docker backend is not built yet; use --local")
-	return exitTether
+	log := f.Logger
+	if f.Image == "" {
+		return usageErr(stderr, "--docker needs --image IMAGE (an image with /bin/sh, e.g. %s)", "localhost/tether/busybox:dev")
+	}
+	scripts, main, after, err := containerScripts(job.Scripts, job.After)
+	if err != nil {
+		log.Error("cannot read the scripts", "err", err)
+		return exitUsage
+	}
+	dc, err := docker.NewClient("")
+	if err != nil {
+		log.Error("cannot use the docker backend", "err", err)
+		return exitTether
+	}
+	defer dc.Close()
+	if err := dc.Ping(ctx); err != nil {
+		log.Error("cannot use the docker backend", "err", err)
+		return exitTether
+	}
+	if job.ID == "" {
+		job.ID = "job-" + randomHex(6)
+	}
+	job.Scripts, job.After = main, after
+	spec := docker.Spec{
+		Image:       f.Image,
+		HelperImage: f.HelperImage,
+		ShimBinary:  f.Shim,
+		ShimCache:   shimCacheDir(),
+		Name:        "tether-" + job.ID,
+		Scripts:     scripts,
+		Env:         f.Env,
+		Labels:      map[string]string{docker.LabelJob: job.ID},
+		Deadline:    f.Timeout,
+		IdleTimeout: f.IdleTimeout,
+		Logger:      log,
+	}
+	if !f.Quiet {
+		spec.Diagnostics = stderr
+	}
+	ct, err := dc.StartJob(ctx, spec)
+	if err != nil {
+		log.Error("cannot start the job container", "err", err)
+		return exitTether
+	}
+	log.Info("job container started", "container", spec.Name, "image", f.Image, "engine", dc.Host())
+	remove := func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := ct.Remove(rctx); err != nil {
+			log.Warn("removing the job container", "container", spec.Name, "err", err)
+		}
+	}
+	if f.Keep {
+		defer log.Info("kept the job container (--keep); remove it with `docker rm -f`", "container", spec.Name, "id", ct.ID())
+	} else {
+		defer remove()
+		unregister := onForce(ctx, remove)
+		defer unregister()
+	}
+	res, err := client.Run(ctx, ct, job, client.Options{
+		Output:   stdout,
+		Events:   progress(log),
+		Logger:   log,
+		ExitShim: true,
+	})
+	report(log, res, err)
+	return exitCode(res, err)
+}
+
+// containerScripts reads the job's script files and names them for the
+// container: the base name, prefixed with its position when two different
+// files share a base name. It returns the files and the job's main and
+// after-script paths inside the container. A file given twice is copied
+// once.
+func containerScripts(mainPaths, afterPaths []string) (files []docker.Script, main, after []string, err error) {
+	byPath := map[string]string{} // host path → container path
+	used := map[string]bool{}
+	place := func(p string) (string, error) {
+		if cp, ok := byPath[p]; ok {
+			return cp, nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return "", fmt.Errorf("read script: %w", err)
+		}
+		base := filepath.Base(p)
+		name := base
+		for i := len(files) + 1; used[name]; i++ {
+			name = strconv.Itoa(i) + "-" + base
+		}
+		used[name] = true
+		files = append(files, docker.Script{Name: name, Data: data})
+		byPath[p] = docker.ScriptPath(name)
+		return byPath[p], nil
+	}
+	for _, p := range mainPaths {
+		cp, err := place(p)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		main = append(main, cp)
+	}
+	for _, p := range afterPaths {
+		cp, err := place(p)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		after = append(after, cp)
+	}
+	return files, main, after, nil
+}
+
+// randomHex returns n random bytes, hex-encoded.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+// shimCacheDir is where shims copied out of helper images are kept:
+// ${TETHER_CACHE:-$XDG_CACHE_HOME/tether}/shims, or "" (no cache) when there
+// is no cache directory.
+func shimCacheDir() string {
+	base := os.Getenv("TETHER_CACHE")
+	if base == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		base = filepath.Join(d, "tether")
+	}
+	return filepath.Join(base, "shims")
 }
