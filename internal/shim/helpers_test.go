@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	os.Chmod(dir, 0o755) // tests also run it as an unprivileged user
 	shimBin = filepath.Join(dir, "tether-shim")
 	build := exec.Command("go", "build", "-o", shimBin, "github.com/tether-ci/tether/cmd/shim")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -86,7 +87,6 @@ type shimProc struct {
 
 type shimOpt func(*exec.Cmd)
 
-func withEnv(kv ...string) shimOpt { return func(c *exec.Cmd) { c.Env = append(c.Env, kv...) } }
 func asUser(uid, gid uint32) shimOpt {
 	return func(c *exec.Cmd) { c.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid} }
 }

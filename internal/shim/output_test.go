@@ -1,0 +1,243 @@
+package shim_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// Random binary output (NUL, invalid UTF-8, \r, long lines) survives
+// byte for byte, in records of at most 16 KiB.
+func TestBinaryOutputRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	data := make([]byte, 3<<20)
+	rand.Read(data)
+	copy(data[1000:], bytes.Repeat([]byte("x"), 100_000)) // a line far longer than a record
+	bin := filepath.Join(dir, "random.bin")
+	os.WriteFile(bin, data, 0o644)
+	s := script(t, dir, "cat.sh", "cat "+bin+"\nprintf 'tail without newline'\n")
+	p := startShim(t, nil)
+	p.send(run(s))
+	p.waitStatus(s, 30*time.Second)
+	want := append(data, "tail without newline"...)
+	if got := p.output(); !bytes.Equal(got, want) {
+		t.Fatalf("output differs: got %d bytes, want %d", len(got), len(want))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.records {
+		if r.Size > protocol.MaxRecord {
+			t.Fatalf("record of %d bytes", r.Size)
+		}
+	}
+}
+
+// A script printing what looks like status or job records cannot change
+// its result: user bytes only ever decode as output.
+func TestForgedRecordsAreOutput(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "forge.sh", `echo '{"command_exit_code": 0, "script": "x"}'
+printf 's 0 {"script":"x","command_exit_code":0}\nj 0 {"exit_code":0}\nx 0 {"reason":"exit-command","exit_code":0}\n'
+printf '\x18{"cmd":"exit"}\n'
+exit 3
+`)
+	p := startShim(t, nil)
+	p.send(protocol.Command{Cmd: protocol.CmdJob, ID: "forge", Scripts: []string{s}})
+	r, _ := p.waitRecord(0, 10*time.Second, ofType(protocol.TypeJob))
+	var j protocol.JobDone
+	mustJSON(t, r.Payload, &j)
+	if j.ExitCode != 3 || j.FailedScript != s {
+		t.Fatalf("job %+v, want exit 3", j)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var statuses int
+	for _, r := range p.records {
+		if r.Type == protocol.TypeStatus {
+			statuses++
+		}
+	}
+	if statuses != 1 {
+		t.Fatalf("%d status records, want 1", statuses)
+	}
+}
+
+// A partial line (no newline) reaches the stream within 50 ms. The test
+// writes into a FIFO the script copies to its output, so it knows exactly
+// when each byte was written.
+func TestPartialOutputLatency(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := script(t, dir, "relay.sh", "cat "+fifo+"\n")
+	p := startShim(t, nil)
+	p.send(run(s))
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var lat []time.Duration
+	from := 0
+	for i := 0; i < 20; i++ {
+		sent := time.Now()
+		w.Write([]byte("."))
+		r, idx := p.waitRecord(from, 5*time.Second, func(r rec) bool { return r.Type == protocol.TypePartial })
+		from = idx + 1
+		if string(r.Payload) != "." {
+			t.Fatalf("partial record %q, want %q", r.Payload, ".")
+		}
+		lat = append(lat, r.at.Sub(sent))
+		time.Sleep(30 * time.Millisecond)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	t.Logf("partial-line latency p50 %v p90 %v max %v", lat[len(lat)/2], lat[len(lat)*9/10], lat[len(lat)-1])
+	// The median is asserted (robust to a scheduling hiccup on a loaded
+	// machine); `make bench` reports p99 against the target.
+	if p50 := lat[len(lat)/2]; p50 > 50*time.Millisecond {
+		t.Fatalf("median partial-line latency %v exceeds 50ms", p50)
+	}
+}
+
+// Paths with spaces, quotes and shell syntax are argv elements: they run and
+// inject nothing.
+func TestHostilePathsRunVerbatim(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "injected")
+	name := fmt.Sprintf(`a b;touch %s;'"$(touch %s)".sh`, marker, marker)
+	sub := filepath.Join(dir, "with space")
+	os.Mkdir(sub, 0o755)
+	path := filepath.Join(sub, strings.ReplaceAll(name, "/", "_"))
+	if err := os.WriteFile(path, []byte("echo ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := startShim(t, nil)
+	p.send(run(path))
+	if st := p.waitStatus(path, 10*time.Second); st.CommandExitCode != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	if string(p.output()) != "ran\n" {
+		t.Fatalf("output %q", p.output())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the path was interpreted by a shell")
+	}
+}
+
+// Bad input gets a clear error record or status, and the shim keeps serving.
+func TestBadInputKeepsServing(t *testing.T) {
+	dir := t.TempDir()
+	good := script(t, dir, "good.sh", "echo good\n")
+	p := startShim(t, nil)
+	p.sendRaw("relative/path.sh\n")
+	p.sendRaw(filepath.Join(dir, "missing.sh") + "\n")
+	p.sendRaw(dir + "\n")
+	p.sendRaw("{\"cmd\":\"explode\"}\n{not json\n" + `{"cmd":"resume","from":-1}` + "\n")
+	p.sendRaw("/half/written/pa") // a client died mid-line
+	p.send(run(good))         // the next client starts with the reset byte
+	cases := map[string]int{"relative/path.sh": 127, filepath.Join(dir, "missing.sh"): 127, dir: 126}
+	for path, code := range cases {
+		st := p.waitStatus(path, 5*time.Second)
+		if st.CommandExitCode != code || st.Error == "" {
+			t.Errorf("%s: status %+v, want code %d and an error", path, st, code)
+		}
+	}
+	if st := p.waitStatus(good, 5*time.Second); st.CommandExitCode != 0 {
+		t.Fatalf("good script after bad input: %+v", st)
+	}
+	p.mu.Lock()
+	var errs []string
+	for _, r := range p.records {
+		if r.Type == protocol.TypeError {
+			errs = append(errs, string(r.Payload))
+		}
+	}
+	p.mu.Unlock()
+	if len(errs) != 4 || !strings.Contains(errs[3], "torn") || !strings.Contains(errs[3], "/half/written/pa") {
+		t.Fatalf("error records %q, want 3 command errors and 1 torn line", errs)
+	}
+}
+
+// A background child holding the output pipe does not hang the job: the
+// status comes after the drain timeout; with --kill-leftovers it is killed.
+func TestBackgroundChildHoldingThePipe(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "bg.sh", "sleep 30 &\necho started\n")
+	for _, kill := range []bool{false, true} {
+		args := []string{"--drain-timeout", "300ms"}
+		if kill {
+			args = append(args, "--kill-leftovers")
+		}
+		p := startShim(t, args)
+		start := time.Now()
+		p.send(run(s))
+		st := p.waitStatus(s, 5*time.Second)
+		if took := time.Since(start); took > 2*time.Second || st.CommandExitCode != 0 {
+			t.Fatalf("kill=%v: status %+v after %v, want 0 within the drain timeout", kill, st, took)
+		}
+		if kill {
+			eventually(t, 3*time.Second, "the leftover sleep to be killed", func() bool { return len(descendants(t, p.pid())) == 0 })
+		} else if len(descendants(t, p.pid())) == 0 {
+			t.Fatal("without --kill-leftovers the background child must keep running")
+		}
+	}
+}
+
+// Scripts do not inherit ignored signals or the shim's stdin.
+func TestScriptEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "env.sh", "grep -E ^SigIgn /proc/self/status; read x && echo read-something; [ -t 1 ] && echo tty; echo pgid-ok\n")
+	p := startShim(t, nil)
+	p.send(run(s))
+	p.waitStatus(s, 5*time.Second)
+	if got := string(p.output()); got != "SigIgn:\t0000000000000000\npgid-ok\n" {
+		t.Fatalf("output %q", got)
+	}
+}
+
+// --tty runs the script on a raw terminal: isatty is true and bytes are
+// not rewritten (no \n → \r\n).
+func TestTTYMode(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "tty.sh", "[ -t 1 ] && echo tty; printf 'a\\nb\\r\\n\\001'\n")
+	p := startShim(t, []string{"--tty"})
+	p.send(run(s))
+	if st := p.waitStatus(s, 5*time.Second); st.CommandExitCode != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	if got := string(p.output()); got != "tty\na\nb\r\n\x01" {
+		t.Fatalf("output %q", got)
+	}
+}
+
+// The shim works as a non-root user.
+func TestRunsAsNonRoot(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	s := script(t, dir, "id.sh", "id -u\n")
+	secret := script(t, dir, "secret.sh", "echo secret\n")
+	os.Chmod(secret, 0o700)
+	p := startShim(t, nil, asUser(65534, 65534))
+	p.send(run(s), run(secret))
+	if st := p.waitStatus(s, 5*time.Second); st.CommandExitCode != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	if st := p.waitStatus(secret, 5*time.Second); st.CommandExitCode != 126 || !strings.Contains(st.Error, "not readable") {
+		t.Fatalf("unreadable script: status %+v, want 126 not readable", st)
+	}
+	if got := string(p.output()); got != "65534\n" {
+		t.Fatalf("output %q", got)
+	}
+}
