@@ -145,7 +145,7 @@ func TestBadInputKeepsServing(t *testing.T) {
 	p.sendRaw(dir + "\n")
 	p.sendRaw("{\"cmd\":\"explode\"}\n{not json\n" + `{"cmd":"resume","from":-1}` + "\n")
 	p.sendRaw("/half/written/pa") // a client died mid-line
-	p.send(run(good))         // the next client starts with the reset byte
+	p.send(run(good))             // the next client starts with the reset byte
 	cases := map[string]int{"relative/path.sh": 127, filepath.Join(dir, "missing.sh"): 127, dir: 126}
 	for path, code := range cases {
 		st := p.waitStatus(path, 5*time.Second)

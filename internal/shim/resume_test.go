@@ -110,7 +110,9 @@ func TestCancelJob(t *testing.T) {
 
 	// grace_ms: a script ignoring TERM is killed after the cancel's grace.
 	p.send(protocol.Command{Cmd: protocol.CmdJob, ID: "c2", Scripts: []string{stubborn}})
-	_, i := p.waitRecord(0, 5*time.Second, func(r rec) bool { return r.Type == protocol.TypeBegin && strings.Contains(string(r.Payload), "stubborn") })
+	_, i := p.waitRecord(0, 5*time.Second, func(r rec) bool {
+		return r.Type == protocol.TypeBegin && strings.Contains(string(r.Payload), "stubborn")
+	})
 	p.waitRecord(i, 5*time.Second, func(r rec) bool { return string(r.Payload) == "working\n" })
 	start := time.Now()
 	p.send(protocol.Command{Cmd: protocol.CmdCancel, GraceMS: 300})
