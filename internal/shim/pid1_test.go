@@ -1,8 +1,11 @@
 package shim_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,4 +139,39 @@ func TestExitCodeMapping(t *testing.T) {
 			t.Errorf("%s: got code %d signal %q, want %d %s", name, st.CommandExitCode, st.Signal, 128+int(sig), name)
 		}
 	}
+}
+
+// Not PID 1 (a shared process namespace): the shim makes itself a child
+// subreaper, so orphans are re-parented to it and reaped by it.
+func TestSubreaperWhenNotPID1(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "orphan.sh", "sleep 30 >/dev/null 2>&1 &\necho $!\n")
+	cmd := exec.Command(shimBin)
+	stdin, _ := cmd.StdinPipe()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	fmt.Fprintln(stdin, s)
+	var orphan int
+	eventually(t, 10*time.Second, "the orphan's pid", func() bool {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(line, "o ") {
+				f := strings.Fields(line)
+				orphan, _ = strconv.Atoi(f[len(f)-1])
+			}
+		}
+		return orphan > 0
+	})
+	eventually(t, 5*time.Second, "the orphan to be re-parented to the shim", func() bool {
+		_, ok := descendants(t, cmd.Process.Pid)[orphan]
+		return ok
+	})
+	syscall.Kill(orphan, syscall.SIGKILL)
+	eventually(t, 5*time.Second, "the orphan to be reaped by the shim", func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", orphan))
+		return err != nil
+	})
 }
