@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -23,16 +24,10 @@ func shOutput(t *testing.T, script string) []byte {
 	t.Helper()
 	out, err := exec.Command("sh", "-c", `sh "$1" 2>&1`, "sh", script).Output()
 	var ee *exec.ExitError
-	if err != nil && !errorsAsExit(err, &ee) {
+	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func errorsAsExit(err error, target **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	*target = e
-	return ok
 }
 
 // allBytes is a printf format that prints every byte value once.
@@ -97,7 +92,7 @@ func TestRunLocal50MBIsByteExact(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "data.bin"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := writeScript(t, dir, "big.sh", "cat data.bin\n")
+	writeScript(t, dir, "big.sh", "cat data.bin\n")
 	cmd := exec.Command(filepath.Join(binDir, "tether"), "run", "--local", "--quiet", "big.sh")
 	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
@@ -121,7 +116,6 @@ func TestRunLocal50MBIsByteExact(t *testing.T) {
 	if n != int64(len(data)) || !bytes.Equal(h.Sum(nil), want[:]) {
 		t.Fatalf("got %d bytes with a different sha256, want %d bytes", n, len(data))
 	}
-	_ = script
 }
 
 func TestRunLocalJobSemanticsAndSummary(t *testing.T) {
