@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# e2e-cluster-down.sh — stop the e2e node started by e2e-cluster-up.sh and
+# remove what it created: its pods (deleted while the kubelet still runs, so
+# CNI and volumes are torn down properly), the recorded processes (by PID
+# only), leftover containers and their shims, mounts under the state dir,
+# the pods' network namespaces, the CNI bridge, the kubelet's cgroups and
+# log links, and the state dir itself. Safe to run when nothing is up.
+# The Kubernetes binaries in the cache are kept.
+set -uo pipefail
+E2E_SCRIPT=e2e-cluster-down
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=e2e-lib/common.sh
+. "$here/e2e-lib/common.sh"
+export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
+
+[ "$(id -u)" = 0 ] || e2e_die "run as root"
+if [ ! -d "$E2E_DIR" ]; then
+  e2e_log "nothing to do: $E2E_DIR does not exist"
+  exit 0
+fi
+t0=$(date +%s)
+
+no_pod_tasks() { [ -z "$(ctrd tasks ls -q 2>/dev/null)" ]; }
+
+# 1. Pods away while apiserver and kubelet run: the kubelet stops sandboxes,
+#    calls CNI DEL and unmounts volumes.
+if component_pid kube-apiserver >/dev/null && component_pid kubelet >/dev/null && [ -x "$KUBE_BIN/kubectl" ]; then
+  kctl delete pods --all --all-namespaces --grace-period=1 --wait=true --timeout=40s >/dev/null 2>&1 \
+    || e2e_log "some pods did not go away in 40s; killing their containers"
+  if component_pid containerd >/dev/null; then
+    wait_for 20 "pod sandboxes to stop" no_pod_tasks || true
+  fi
+fi
+
+# 2. Network namespaces of the node's sandboxes, read from containerd.
+netns=()
+if component_pid containerd >/dev/null; then
+  for c in $(ctrd containers ls -q 2>/dev/null); do
+    while read -r ns; do [ -n "$ns" ] && netns+=("$ns"); done \
+      < <(ctrd containers info "$c" 2>/dev/null | grep -o '/var/run/netns/cni-[0-9a-f-]*' | sort -u)
+  done
+  # Leftover tasks: kill and delete, so their shims exit.
+  for t in $(ctrd tasks ls -q 2>/dev/null); do
+    ctrd tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
+  done
+  sleep 0.5
+  for t in $(ctrd tasks ls -q 2>/dev/null); do
+    ctrd tasks delete -f "$t" >/dev/null 2>&1 || true
+  done
+fi
+
+# 3. Stop the recorded processes, newest first: TERM, then KILL after 10 s.
+stop_pid() {
+  local name=$1 pid i
+  pid=$(component_pid "$name") || { rm -f "$PIDS/$name.pid"; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do
+    [ -d "/proc/$pid" ] || break
+    sleep 0.1
+  done
+  if [ -d "/proc/$pid" ]; then
+    e2e_log "$name (pid $pid) ignored SIGTERM for 10s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$PIDS/$name.pid"
+}
+for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+  stop_pid "${COMPONENTS[$i]}"
+done
+
+# 4. containerd shims started for this node's socket (they outlive containerd).
+for pid in $(pgrep -x containerd-shim-runc-v2 2>/dev/null || true); do
+  if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-address $CTRD_SOCK "; then
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+done
+
+# 5. Mounts under the state dir (deepest first), then the pods' netns.
+umount_under() {
+  local m
+  awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo \
+    | awk '{ print length, $0 }' | sort -rn | cut -d' ' -f2- | while read -r m; do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || e2e_log "could not unmount $m"
+    done
+}
+umount_under "$E2E_DIR"
+for ns in "${netns[@]}"; do
+  umount "$ns" 2>/dev/null || true
+  rm -f "$ns"
+done
+
+# 6. The CNI bridge and the kubelet's pod cgroups and log links.
+ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE" 2>/dev/null
+for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+  [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+done
+if [ -d /var/log/containers ]; then
+  for l in /var/log/containers/*.log; do
+    [ -L "$l" ] && case "$(readlink "$l")" in "$POD_LOGS"/*) rm -f "$l" ;; esac
+  done
+fi
+
+# 7. The state itself.
+rm -rf "$E2E_DIR" || e2e_log "could not remove all of $E2E_DIR (a mount still busy?)"
+e2e_log "node stopped and cleaned in $(( $(date +%s) - t0 ))s"

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# e2e-cluster-up.sh — start a real single-node Kubernetes on 127.0.0.1:
+# containerd + runc (Debian), etcd (Debian), kube-apiserver,
+# kube-controller-manager, kube-scheduler and kubelet (built from the Go
+# module by scripts/kube-build.sh into a cache outside the repository).
+#
+# Idempotent: when the node is already up it only re-imports the images in
+# bin/images/ and prints the kubeconfig path. A half-dead node is torn down
+# (scripts/e2e-cluster-down.sh) and started afresh.
+#
+# Output: the admin kubeconfig path on stdout (also $TETHER_E2E_DIR/kubeconfig;
+# `source $TETHER_E2E_DIR/env` exports KUBECONFIG and TETHER_E2E_KUBECONFIG).
+# Needs root (mounts, network namespaces, cgroups). Logs: $TETHER_E2E_DIR/logs.
+set -euo pipefail
+E2E_SCRIPT=e2e-cluster-up
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+# shellcheck source=e2e-lib/common.sh
+. "$here/e2e-lib/common.sh"
+# shellcheck source=e2e-lib/pki.sh
+. "$here/e2e-lib/pki.sh"
+# shellcheck source=e2e-lib/configs.sh
+. "$here/e2e-lib/configs.sh"
+export PATH="/usr/local/go/bin:/usr/local/sbin:/usr/sbin:/sbin:$PATH"
+
+[ "$(id -u)" = 0 ] || e2e_die "run as root (the node mounts, makes network namespaces and cgroups)"
+t0=$(date +%s%N)
+ms() { echo $(( ($(date +%s%N) - t0) / 1000000 )); }
+
+# --- packages --------------------------------------------------------------
+ensure_packages() {
+  local need=() p
+  for p in containerd runc etcd-server containernetworking-plugins busybox-static bash-static \
+           openssl iptables iproute2 util-linux procps podman; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+  done
+  [ ${#need[@]} -eq 0 ] && return 0
+  e2e_log "installing Debian packages: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+}
+
+# --- images ----------------------------------------------------------------
+# import_images: every bin/images/*.tar into containerd's k8s.io namespace.
+import_images() {
+  local snap=$1 tar n=0
+  [ -f "$repo/bin/images/pause.tar" ] || {
+    e2e_log "bin/images/pause.tar is missing; building the pause image"
+    "$repo/scripts/build-images.sh" pause
+  }
+  for tar in "$repo"/bin/images/*.tar; do
+    ctrd images import --snapshotter "$snap" "$tar" >/dev/null \
+      || e2e_die "ctr images import $tar failed"
+    n=$((n + 1))
+  done
+  e2e_log "imported $n image(s) from bin/images ($(ms) ms)"
+}
+
+# --- processes -------------------------------------------------------------
+# start NAME ARGS...: run a component in its own session, log to LOGS/NAME.log,
+# record its PID (the process itself: setsid execs, it does not fork here).
+start() {
+  local name=$1 bin pid
+  shift
+  bin=$(binary_of "$name")
+  [ -x "$bin" ] || e2e_die "$name binary $bin is missing"
+  setsid "$bin" "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$PIDS/$name.pid"
+  sleep 0.05
+  component_pid "$name" >/dev/null || {
+    tail -n 30 "$LOGS/$name.log" >&2 || true
+    e2e_die "$name (pid $pid) did not start; log: $LOGS/$name.log"
+  }
+}
+
+port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
+
+check_ports() {
+  local p
+  for p in "$API_PORT" "$ETCD_PORT" "$ETCD_PEER_PORT" 10250 10248 10257 10259; do
+    port_free "$p" || e2e_die "port $p on this machine is in use (ss -ltnp 'sport = :$p'); stop its owner or set TETHER_E2E_API_PORT/TETHER_E2E_ETCD_PORT"
+  done
+}
+
+node_ready() {
+  [ "$(kctl get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+default_ns_usable() {
+  kctl -n default get serviceaccount default && kctl -n default get configmap kube-root-ca.crt
+}
+
+fail() {
+  dump_logs 40
+  e2e_die "$* (state and logs kept in $E2E_DIR; scripts/e2e-cluster-down.sh cleans up)"
+}
+
+# --- main ------------------------------------------------------------------
+ensure_packages
+KUBE_BIN="$("$here/kube-build.sh")"
+
+if node_healthy; then
+  snap=$(sed -n 's/^ *snapshotter = "\(.*\)"/\1/p' "$CTRD_DIR/config.toml")
+  import_images "${snap:-overlayfs}"
+  wait_for 60 "node Ready" node_ready || fail "the running node is not Ready"
+  e2e_log "node already up ($(ms) ms)"
+  echo "$KUBECONFIG_FILE"
+  exit 0
+fi
+
+if [ -d "$E2E_DIR" ]; then
+  e2e_log "found a stopped or half-running node in $E2E_DIR; cleaning it first"
+  "$here/e2e-cluster-down.sh" >&2
+fi
+check_ports
+
+mkdir -p "$E2E_DIR" "$LOGS" "$PIDS"
+make_pki
+make_kubeconfigs
+snap=$(write_containerd_config)
+write_cni_config
+write_kubelet_config
+e2e_log "config and certificates ready ($(ms) ms, snapshotter $snap)"
+
+start containerd --config "$CTRD_DIR/config.toml"
+start etcd --name tether-e2e --data-dir "$E2E_DIR/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster "tether-e2e=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync \
+  --logger zap --log-level warn
+wait_for 30 "etcd health" curl -fsS "http://127.0.0.1:$ETCD_PORT/health" || fail "etcd did not become healthy"
+e2e_log "etcd healthy ($(ms) ms)"
+
+start kube-apiserver \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+  --endpoint-reconciler-type none --service-cluster-ip-range 10.96.0.0/16 \
+  --client-ca-file "$PKI/ca.crt" \
+  --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+  --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+  --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types Hostname,InternalIP \
+  --service-account-issuer https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+  --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+  --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+  --requestheader-extra-headers-prefix X-Remote-Extra- \
+  --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key" \
+  --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged=true
+
+# While the apiserver starts: containerd up, images in.
+wait_for 30 "containerd" ctrd version || fail "containerd did not start"
+import_images "$snap"
+wait_for 90 "kube-apiserver /readyz" kctl get --raw /readyz || fail "kube-apiserver did not become ready"
+e2e_log "kube-apiserver ready ($(ms) ms)"
+
+start kube-controller-manager \
+  --kubeconfig "$E2E_DIR/controller-manager.kubeconfig" \
+  --authentication-kubeconfig "$E2E_DIR/controller-manager.kubeconfig" \
+  --authorization-kubeconfig "$E2E_DIR/controller-manager.kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port 10257 \
+  --client-ca-file "$PKI/ca.crt" --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" \
+  --root-ca-file "$PKI/ca.crt" --service-account-private-key-file "$PKI/sa.key" \
+  --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+  --use-service-account-credentials --leader-elect=false \
+  --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller'
+start kube-scheduler \
+  --kubeconfig "$E2E_DIR/scheduler.kubeconfig" \
+  --authentication-kubeconfig "$E2E_DIR/scheduler.kubeconfig" \
+  --authorization-kubeconfig "$E2E_DIR/scheduler.kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port 10259 --leader-elect=false
+start kubelet \
+  --config "$E2E_DIR/kubelet.yaml" --kubeconfig "$E2E_DIR/kubelet.kubeconfig" \
+  --hostname-override "$NODE_NAME" --root-dir "$KUBELET_DIR" --v 1
+
+wait_for 120 "node $NODE_NAME Ready" node_ready || fail "node $NODE_NAME did not become Ready"
+e2e_log "node Ready ($(ms) ms)"
+wait_for 60 "ServiceAccount default and ConfigMap kube-root-ca.crt" default_ns_usable \
+  || fail "the default namespace did not get its ServiceAccount and kube-root-ca.crt (controller-manager)"
+e2e_log "node usable ($(ms) ms); kubeconfig: $KUBECONFIG_FILE"
+echo "$KUBECONFIG_FILE"

@@ -1,0 +1,101 @@
+# shellcheck shell=bash
+# common.sh — settings and helpers shared by the e2e node scripts
+# (e2e-cluster-up.sh, e2e-cluster-down.sh, e2e.sh). Source it; it defines
+# no behaviour on its own.
+#
+# Env (all optional):
+#   TETHER_E2E_DIR        node state (certs, data, logs, pids)   /var/tmp/tether-e2e
+#   TETHER_CACHE          caches outside the repo                 ~/.cache/tether
+#   KUBE_VERSION          Kubernetes version built and run        v1.34.4
+#   TETHER_E2E_API_PORT   kube-apiserver port on 127.0.0.1       6443
+#   TETHER_E2E_ETCD_PORT  etcd client port (peer = +1)            12379
+
+E2E_DIR="${TETHER_E2E_DIR:-/var/tmp/tether-e2e}"
+TETHER_CACHE_DIR="${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
+KUBE_VERSION="${KUBE_VERSION:-v1.34.4}"
+KUBE_BIN="$TETHER_CACHE_DIR/kube/$KUBE_VERSION"
+API_PORT="${TETHER_E2E_API_PORT:-6443}"
+ETCD_PORT="${TETHER_E2E_ETCD_PORT:-12379}"
+ETCD_PEER_PORT=$((ETCD_PORT + 1))
+NODE_NAME=localhost
+POD_SUBNET=10.244.0.0/24
+BRIDGE=tether0
+
+PKI="$E2E_DIR/pki"
+LOGS="$E2E_DIR/logs"
+PIDS="$E2E_DIR/pids"
+CTRD_DIR="$E2E_DIR/containerd"
+CTRD_SOCK="$CTRD_DIR/containerd.sock"
+CNI_CONF_DIR="$E2E_DIR/cni/net.d"
+KUBELET_DIR="$E2E_DIR/kubelet"
+POD_LOGS="$E2E_DIR/pod-logs"
+# The admin kubeconfig: the well-known file other tools read.
+KUBECONFIG_FILE="$E2E_DIR/kubeconfig"
+# A file to source: exports KUBECONFIG and TETHER_E2E_KUBECONFIG.
+ENV_FILE="$E2E_DIR/env"
+SANDBOX_IMAGE=localhost/tether/pause:dev
+
+# Start order; down stops in reverse.
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
+
+e2e_log() { echo "[$(date +%H:%M:%S)] ${E2E_SCRIPT:-e2e}: $*" >&2; }
+e2e_die() { e2e_log "ERROR: $*"; exit 1; }
+
+# binary_of NAME: the executable a component runs.
+binary_of() {
+  case "$1" in
+    containerd) command -v containerd ;;
+    etcd) command -v etcd ;;
+    *) echo "$KUBE_BIN/$1" ;;
+  esac
+}
+
+# component_pid NAME: print the recorded PID if that process is alive and is
+# still the component (guards against PID reuse); fail otherwise.
+component_pid() {
+  local f="$PIDS/$1.pid" pid exe want
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+  want=$(readlink -f "$(binary_of "$1")")
+  [ "${exe% (deleted)}" = "$want" ] || return 1
+  echo "$pid"
+}
+
+# kctl ARGS: kubectl from the cache against the node, as cluster admin.
+kctl() { "$KUBE_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+# ctrd ARGS: ctr against the node's containerd, namespace k8s.io.
+ctrd() { ctr --address "$CTRD_SOCK" --namespace k8s.io "$@"; }
+
+# wait_for SECONDS WHAT CMD...: run CMD until it succeeds or time runs out.
+wait_for() {
+  local secs=$1 what=$2 end
+  shift 2
+  end=$(( $(date +%s) + secs ))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$end" ]; then
+      e2e_log "timed out after ${secs}s waiting for $what"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# node_healthy: every component alive and the apiserver ready.
+node_healthy() {
+  local c
+  for c in "${COMPONENTS[@]}"; do component_pid "$c" >/dev/null || return 1; done
+  [ -f "$KUBECONFIG_FILE" ] && kctl get --raw /readyz >/dev/null 2>&1
+}
+
+# dump_logs [LINES]: the tails of the node's logs (for failures).
+dump_logs() {
+  local n=${1:-60} c
+  for c in kubelet kube-apiserver kube-controller-manager containerd kube-scheduler etcd; do
+    [ -f "$LOGS/$c.log" ] || continue
+    echo "===== tail -n $n $LOGS/$c.log =====" >&2
+    tail -n "$n" "$LOGS/$c.log" >&2
+  done
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# e2e.sh — the real-node suite (`make e2e`, after `make build`): build the
+# images, bring the e2e node up (or reuse a running one, which is then left
+# running), run `go test -tags e2e ./test/e2e/...` against it, and tear down
+# the node if this run started it. On failure print the node's log tails.
+#
+# Env: TETHER_E2E_RUN (go test -run pattern), TETHER_E2E_KEEP=1 (leave a
+# node this run started running), plus those of scripts/e2e-lib/common.sh.
+set -euo pipefail
+E2E_SCRIPT=e2e
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here/.."
+# shellcheck source=e2e-lib/common.sh
+. "$here/e2e-lib/common.sh"
+export PATH="/usr/local/go/bin:$PATH"
+
+t0=$(date +%s)
+"$here/build-images.sh"
+t_images=$(date +%s)
+
+started=0
+if node_healthy; then
+  e2e_log "reusing the running node in $E2E_DIR (it stays up afterwards)"
+else
+  started=1
+fi
+
+status=0
+cleanup() {
+  if [ "$status" -ne 0 ]; then
+    e2e_log "FAILED (exit $status); node log tails follow"
+    dump_logs 80
+  fi
+  if [ "$started" = 1 ] && [ "${TETHER_E2E_KEEP:-0}" != 1 ]; then
+    "$here/e2e-cluster-down.sh" || true
+  fi
+}
+trap 'status=$?; cleanup' EXIT
+trap 'exit 130' INT TERM
+
+kubeconfig=$("$here/e2e-cluster-up.sh")
+t_up=$(date +%s)
+export TETHER_E2E_KUBECONFIG="$kubeconfig" KUBECONFIG="$kubeconfig"
+export TETHER_E2E_DIR="$E2E_DIR"
+
+args=(-tags e2e -trimpath -count=1 -timeout 45m)
+[ -z "${TETHER_E2E_RUN:-}" ] || args+=(-run "$TETHER_E2E_RUN")
+rc=0
+go test "${args[@]}" -v ./test/e2e/... || rc=$?
+e2e_log "images $((t_images - t0))s, node up $((t_up - t_images))s, tests $(( $(date +%s) - t_up ))s"
+exit "$rc"
