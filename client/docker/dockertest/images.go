@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
 )
@@ -40,9 +39,13 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// goTool returns the go command that runs the tests.
+// goTool returns the go command: the one on PATH, else the usual install
+// location.
 func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	if p := "/usr/local/go/bin/go"; fileExists(p) {
 		return p
 	}
 	return "go"
