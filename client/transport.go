@@ -26,6 +26,9 @@ type Conn interface {
 	io.Reader
 	// Write writes to the shim's stdin.
 	io.Writer
-	// Close ends the connection without stopping the shim.
+	// Close ends the connection without stopping the shim. It must make a
+	// Read or Write in progress return (the session closes a stalled
+	// connection from another goroutine), and it may be called more than
+	// once.
 	Close() error
 }

@@ -316,3 +316,19 @@ func (b *lockedBuf) waitFor(t *testing.T, s string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestRunLocalTimeoutStopsTheJob(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "slow.sh", "echo started\nsleep 30\n")
+	start := time.Now()
+	stdout, stderr, code := tether(t, dir, "run", "--local", "--timeout", "1s", "slow.sh")
+	if code != 124 || string(stdout) != "started\n" {
+		t.Fatalf("exit %d stdout %q stderr %s, want 124 (deadline)", code, stdout, stderr)
+	}
+	if !strings.Contains(string(stderr), "deadline") {
+		t.Fatalf("stderr does not say why: %s", stderr)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("took %s", d)
+	}
+}
