@@ -26,7 +26,7 @@ unit:
 
 lint:
 	@scripts/tools.sh staticcheck >/dev/null
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; find . -name '*.go' -newer go.mod -not -path './.git/*' 2>/dev/null) | sort -u); \
+	@out=$$(find . \( -path ./bin -o -path ./.git \) -prune -o -name '*.go' -print | xargs gofmt -l); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$$(scripts/tools.sh staticcheck) ./...
