@@ -158,14 +158,14 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 	for {
 		select {
 		case end := <-c.readerDone:
+			if end.err != nil && !end.fatal {
+				end.err = c.why(end.err) // the session's own reason, if it closed the connection
+			}
 			c.closeWith(errors.New("connection finished"))
 			close(c.stop)
 			<-c.writerDone
 			if c.cancelOK.Load() {
 				s.cancelWritten = true
-			}
-			if end.err != nil && !end.fatal {
-				end.err = c.why(end.err)
 			}
 			end.synced = c.synced.Load()
 			return end

@@ -73,7 +73,7 @@ func (f *fakeShim) Connect(ctx context.Context) (client.Conn, error) {
 	f.conn = c
 	f.mu.Unlock()
 	if old != nil {
-		old.Close()
+		old.shut(false)
 	}
 	go f.serveCommands(c, toShimR)
 	go func() {
@@ -97,7 +97,7 @@ func (f *fakeShim) cut() {
 	f.conn = nil
 	f.mu.Unlock()
 	if c != nil {
-		c.Close()
+		c.shut(false)
 	}
 }
 
@@ -265,19 +265,28 @@ type fakeConn struct {
 func (c *fakeConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
 func (c *fakeConn) Write(p []byte) (int, error) { return c.w.Write(p) }
 
+// Close is the client closing its connection.
 func (c *fakeConn) Close() error {
+	c.shut(true)
+	return nil
+}
+
+// shut breaks the connection: from the client's side (Close), or from the
+// network's (cut), where the client's Read sees the fake's error.
+func (c *fakeConn) shut(client bool) {
 	c.once.Do(func() {
 		// Pipes first: a fake writer blocked on them holds f.mu.
 		err := fmt.Errorf("fake connection closed")
-		c.r.CloseWithError(err)
-		c.w.CloseWithError(err)
-		c.closeR.CloseWithError(err)
 		c.closeW.CloseWithError(err)
+		c.closeR.CloseWithError(err)
+		if client {
+			c.r.CloseWithError(err)
+			c.w.CloseWithError(err)
+		}
 		c.f.mu.Lock()
 		if c.f.conn == c {
 			c.f.conn = nil
 		}
 		c.f.mu.Unlock()
 	})
-	return nil
 }

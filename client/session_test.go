@@ -455,3 +455,30 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+func TestDisconnectEventSaysWhy(t *testing.T) {
+	f := newFakeShim(t)
+	f.onJob = func(f *fakeShim, c protocol.Command) {
+		go func() {
+			f.record(protocol.TypeBegin, protocol.Begin{Script: "/s.sh", Phase: "script", Job: "j1"})
+			time.Sleep(30 * time.Millisecond)
+			f.cut()
+			finishJob(f, c, "", 0)
+		}()
+	}
+	f.start()
+	var out lockedBuffer
+	var reasons []string
+	opts := testOpts(&out)
+	opts.Events = func(ev client.Event) {
+		if ev.Kind == client.EventDisconnected {
+			reasons = append(reasons, ev.Err.Error())
+		}
+	}
+	if _, err := client.Run(context.Background(), f, testJob, opts); err != nil {
+		t.Fatal(err)
+	}
+	if len(reasons) != 1 || !strings.Contains(reasons[0], "fake connection closed") {
+		t.Fatalf("disconnect reasons %q, want the transport's error", reasons)
+	}
+}
