@@ -11,14 +11,41 @@
 // scripts wrote them (partial lines as soon as the shim forwards them),
 // reports progress through Options.Events, and returns the job's Result.
 //
-// The session behind Run is resilient: when the transport breaks while the
-// shim keeps running, it reconnects with backoff and resumes from the last
-// byte it received, so no output is lost or repeated. A stream that ends
-// without the shim's job record or final record is an error (wrapping
-// ErrNoResult or ErrShimExited), never a success. Cancelling ctx cancels the
-// job: the shim stops the running script (TERM, grace, KILL), runs no further
-// main scripts, and Run returns a Result with Cancelled set and an error
-// wrapping the context's cause.
+// # Outcomes
+//
+//   - err == nil: the shim reported the job's result. Result.ExitCode is the
+//     first failing main script's exit code, or 0; nothing a script prints can
+//     change it.
+//   - errors.Is(err, ErrShimExited): the shim exited before the job finished
+//     (deadline, TTL, idle timeout, signal); Result.Exit says why and
+//     Result.ExitCode is the shim's exit code (124 for a deadline).
+//   - errors.Is(err, ErrNoResult): the stream ended, or the shim stayed
+//     unreachable, before any result. The job's outcome is unknown: a
+//     failure, never a success.
+//   - ctx cancelled: the session sends the cancel command (the shim stops
+//     the running script with TERM, then KILL after the grace period, skips
+//     the remaining main scripts and still runs the after-scripts), waits
+//     up to Options.CancelTimeout for the result, and returns it with
+//     Result.Cancelled set and an error wrapping context.Cause(ctx).
+//
+// # Reconnects
+//
+// When the transport breaks, or delivers nothing for Options.StallTimeout
+// (the session pings every Options.PingInterval), the session connects
+// again with exponential backoff and resumes from the offset of the next
+// record it needs: no output is lost or repeated. A shim that no longer
+// retains that offset is a hard failure (ErrNoResult, "output lost").
+//
+// # Writing a backend
+//
+// A Transport's Connect returns a Conn whose Read yields the shim's stdout
+// from about the moment of the connection (it may start inside a record:
+// the session ignores everything before the answer to its resume command)
+// and whose Write feeds the shim's stdin. Close must unblock a Read in
+// progress. Once the shim cannot be reached any more (its process or
+// container ended), Connect returns an error wrapping ErrShimGone. Output
+// written while no connection is attached may be dropped: the shim keeps
+// it for the resume. See the client/local package for a small example.
 //
 // Attach follows a job that another process submitted, for example after a
 // runner restart.

@@ -40,8 +40,9 @@ type Options struct {
 	// Output receives the job's output bytes, exactly as the scripts wrote
 	// them (stdout and stderr interleaved). Required.
 	Output io.Writer
-	// Events, if set, is called with progress events, from the session's
-	// reading goroutine; it must not block for long.
+	// Events, if set, is called with progress events, one call at a time
+	// (from the session's goroutines, in stream order); it must not block
+	// for long: output waits meanwhile.
 	Events func(Event)
 	// Logger receives the session's diagnostics; nil discards them.
 	Logger *slog.Logger
