@@ -125,6 +125,9 @@ func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 		id, err = c.createAndStart(ctx, spec.Name, cfg, archive)
 	}
 	if err != nil {
+		if strings.Contains(err.Error(), "/bin/sh") {
+			return nil, fmt.Errorf("start a job container of image %s (the job image needs /bin/sh): %w", spec.Image, err)
+		}
 		return nil, fmt.Errorf("start a job container of image %s: %w", spec.Image, err)
 	}
 	log.Debug("job container started", "id", short(id), "image", spec.Image)

@@ -391,13 +391,17 @@ func TestHelperImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The helper image has no shell: as a job image it is refused clearly.
+	if _, err := c.StartJob(ctx, docker.Spec{Image: refs[0], ShimBinary: env.shim}); err == nil || !strings.Contains(err.Error(), "needs /bin/sh") {
+		t.Errorf("StartJob with an image without /bin/sh: %v, want an error saying it needs /bin/sh", err)
+	}
 	cache := t.TempDir()
 	for run := range 2 {
 		ct, err := c.StartJob(ctx, docker.Spec{
 			Image:       env.busybox,
 			HelperImage: refs[0],
 			ShimCache:   cache,
-			Scripts:     []docker.Script{{Name: "hi.sh", Data: []byte("echo hi from the helper's shim")}},
+			Scripts:     []docker.Script{{Name: "hi.sh", Data: []byte("echo hi from the helper shim")}},
 		})
 		if err != nil {
 			t.Fatalf("run %d: StartJob: %v", run, err)
@@ -407,7 +411,7 @@ func TestHelperImage(t *testing.T) {
 		if rerr := ct.Remove(ctx); rerr != nil {
 			t.Error(rerr)
 		}
-		if err != nil || res.ExitCode != 0 || out.String() != "hi from the helper's shim\n" {
+		if err != nil || res.ExitCode != 0 || out.String() != "hi from the helper shim\n" {
 			t.Fatalf("run %d: %q, %+v, %v", run, out.String(), res, err)
 		}
 		checkGone(t, c, ct.ID(), docker.LabelManagedBy+"="+docker.ManagedByValue)

@@ -57,6 +57,9 @@ func describeStopped(id string, st State) string {
 	if st.OOMKilled {
 		msg += " (killed: out of memory)"
 	}
+	if st.ExitCode == 126 || st.ExitCode == 127 {
+		msg += " (could the shim not start? the job image needs /bin/sh)"
+	}
 	return msg
 }
 
