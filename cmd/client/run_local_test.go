@@ -326,3 +326,16 @@ func TestRunLocalTimeoutStopsTheJob(t *testing.T) {
 		t.Fatalf("took %s", d)
 	}
 }
+
+func TestRunLocalEnvAndOddPaths(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dir with spaces")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeScript(t, dir, "a b.sh", "echo \"$GREETING $WHO\"\n")
+	writeScript(t, dir, "{json}.sh", "echo brace\n")
+	stdout, stderr, code := tether(t, dir, "run", "--local", "--env", "GREETING=hello", "--env", "WHO=a=b c", "a b.sh", "{json}.sh")
+	if code != 0 || string(stdout) != "hello a=b c\nbrace\n" {
+		t.Fatalf("code %d stdout %q stderr %s", code, stdout, stderr)
+	}
+}
