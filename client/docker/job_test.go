@@ -44,7 +44,7 @@ type outcome struct {
 	err    error
 	diag   string
 	ctID   string
-	engine *docker.Client
+	jobID  string
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers (the shim's
@@ -230,7 +230,7 @@ func runDocker(t *testing.T, c *docker.Client, jc jobCase, opts client.Options) 
 	if rerr := ct.Remove(ctx); rerr != nil {
 		t.Errorf("remove the job container: %v", rerr)
 	}
-	return outcome{out: out.Bytes(), res: res, err: err, diag: diag.String(), ctID: ct.ID(), engine: c}
+	return outcome{out: out.Bytes(), res: res, err: err, diag: diag.String(), ctID: ct.ID(), jobID: job.ID}
 }
 
 // checkOutcome compares a backend's outcome with the case's expectation.
@@ -287,6 +287,7 @@ func TestJobMatchesLocal(t *testing.T) {
 	c := needEngine(t)
 	for _, jc := range jobCases() {
 		t.Run(jc.name, func(t *testing.T) {
+			t.Parallel()
 			lo := runLocal(t, jc)
 			checkOutcome(t, "local", jc, lo)
 			do := runDocker(t, c, jc, client.Options{})
@@ -303,7 +304,7 @@ func TestJobMatchesLocal(t *testing.T) {
 			if do.res.Exit == nil || do.res.Exit.ExitCode != jc.wantExit {
 				t.Errorf("docker: shim's final record %+v, want exit code %d", do.res.Exit, jc.wantExit)
 			}
-			checkGone(t, c, do.ctID, docker.LabelManagedBy+"="+docker.ManagedByValue)
+			checkGone(t, c, do.ctID, docker.LabelJob+"="+do.jobID)
 		})
 	}
 }
