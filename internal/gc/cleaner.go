@@ -125,8 +125,7 @@ func (c *Cleaner) Run(ctx context.Context) (Summary, error) {
 					continue // reported by the check above on the next turn or after the loop
 				}
 				sum.ListFailures++
-				c.report.Event(Event{Time: c.opts.Now(), Action: ActionFailed, Kind: kind, Namespace: ns,
-					Reason: "list " + kind.Plural(), Error: err.Error()})
+				c.report.Event(Event{Time: c.opts.Now(), Action: ActionFailed, Kind: kind, Namespace: ns, Error: err.Error()})
 			}
 		}
 	}

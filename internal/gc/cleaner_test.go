@@ -246,7 +246,7 @@ func TestCleanerListFailure(t *testing.T) {
 	if err == nil || sum.ListFailures != 1 || sum.Pods.Deleted != 1 {
 		t.Fatalf("err %v summary %+v\n%s", err, sum, out)
 	}
-	if !strings.Contains(out, "failed secret in namespace ci: list secrets: list secrets in namespace \"ci\": secrets is forbidden") {
+	if !strings.Contains(out, "failed secret in namespace ci: list secrets in namespace \"ci\": secrets is forbidden") {
 		t.Errorf("output:\n%s", out)
 	}
 }
