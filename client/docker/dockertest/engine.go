@@ -11,12 +11,14 @@
 package dockertest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,13 +29,14 @@ import (
 
 // containersConf configures the private service: no network unless a
 // container asks for one, cgroupfs and file events (no systemd/journald
-// needed).
+// needed), and no 5-minute linger of each exec session's conmon.
 const containersConf = `[containers]
 netns = "none"
 
 [engine]
 cgroup_manager = "cgroupfs"
 events_logger = "file"
+exit_command_delay = 0
 `
 
 // Engine is a running private Podman service.
@@ -208,6 +211,10 @@ func (e *Engine) Close() error {
 			<-e.done
 		}
 	}
+	// Nothing of this engine may outlive it: conmon processes are
+	// double-forked away from the service, so find them by the store path
+	// on their command line.
+	killUnder(e.dir)
 	// The store may hold mounts of containers that could not be removed.
 	unmountUnder(e.dir)
 	if err := os.RemoveAll(e.dir); err != nil {
@@ -231,5 +238,26 @@ func unmountUnder(dir string) {
 	}
 	for i := len(points) - 1; i >= 0; i-- {
 		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
+}
+
+// killUnder kills the processes whose command line mentions dir (the
+// engine's conmon monitors), so none outlives the engine.
+func killUnder(dir string) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	self := os.Getpid()
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(dir+"/")) {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
