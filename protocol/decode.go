@@ -1,12 +1,10 @@
 package protocol
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 )
 
 // ErrMalformed is wrapped by every error about a line that is not a valid
@@ -20,12 +18,20 @@ var ErrTruncated = errors.New("stream ended inside a record")
 // know, which means the shim speaks a newer protocol.
 var ErrUnknownType = errors.New("unknown record type")
 
-func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
 
-// Parse decodes one record line, which must end in a newline. The returned
-// payload may alias line (output records without escapes) or buf, which it
-// reuses; both stay valid until either is modified.
+// Parse decodes one record line, which must end in its only newline. The
+// returned payload may alias line (output records without escapes) or buf,
+// which it reuses; both stay valid until either is modified.
 func Parse(line, buf []byte) (Record, []byte, error) {
+	if i := bytes.IndexByte(line, '\n'); i >= 0 && i != len(line)-1 {
+		return Record{}, buf, fmt.Errorf("%w: %q holds more than one line", ErrMalformed, clip(line))
+	}
+	return parse(line, buf)
+}
+
+// parse is Parse for a line known to hold no newline before its last byte
+// (the Decoder's lines).
+func parse(line, buf []byte) (Record, []byte, error) {
 	n := len(line)
 	if n == 0 || line[n-1] != '\n' {
 		return Record{}, buf, fmt.Errorf("%w: no trailing newline", ErrMalformed)
@@ -40,35 +46,50 @@ func Parse(line, buf []byte) (Record, []byte, error) {
 	if !t.Known() {
 		return Record{}, buf, fmt.Errorf("%w %s: %w (is the shim newer than this client?)", ErrMalformed, t, ErrUnknownType)
 	}
-	sp := bytes.IndexByte(line[2:], ' ')
-	if sp <= 0 {
-		return Record{}, buf, fmt.Errorf("%w: %q has no sequence field", ErrMalformed, clip(line))
-	}
-	seqField := line[2 : 2+sp]
 	rec := Record{Type: t, Size: n, Seq: Unsequenced}
+	// The sequence field: a decimal offset without leading zeros, or "-"
+	// for unsequenced types; then one space. line[n-1] is the newline, so
+	// the scan always stops inside line.
+	i := 2
 	if t.Sequenced() {
-		seq, err := parseSeq(seqField)
-		if err != nil {
-			return Record{}, buf, fmt.Errorf("%w: %q: %w", ErrMalformed, clip(line), err)
+		for line[i] >= '0' && line[i] <= '9' {
+			i++
+		}
+		switch {
+		case i == 2 && line[i] == ' ':
+			return Record{}, buf, fmt.Errorf("%w: %q has no sequence field", ErrMalformed, clip(line))
+		case line[i] != ' ':
+			return Record{}, buf, fmt.Errorf("%w: %q: sequence is not a decimal number followed by a space", ErrMalformed, clip(line))
+		case line[2] == '0' && i > 3:
+			return Record{}, buf, fmt.Errorf("%w: %q: sequence has a leading zero", ErrMalformed, clip(line))
+		case i-2 > 18 && !fitsInt64(line[2:i]):
+			return Record{}, buf, fmt.Errorf("%w: %q: sequence out of range", ErrMalformed, clip(line))
+		}
+		var seq int64 // at most 19 digits that fit: no overflow
+		for _, c := range line[2:i] {
+			seq = seq*10 + int64(c-'0')
 		}
 		rec.Seq = seq
-	} else if string(seqField) != "-" {
-		return Record{}, buf, fmt.Errorf("%w: unsequenced %s record has sequence %q", ErrMalformed, t, seqField)
+	} else {
+		if line[2] != '-' || line[3] != ' ' {
+			end := 2 + max(bytes.IndexByte(line[2:n-1], ' '), 0)
+			return Record{}, buf, fmt.Errorf("%w: unsequenced %s record has sequence %q, want \"-\"", ErrMalformed, t, line[2:end])
+		}
+		i = 3
 	}
-	payload := line[2+sp+1:]
+	payload := line[i+1 : n-1]
 	switch t {
 	case TypeOutput, TypePartial:
-		body := payload[:len(payload)-1]
-		if bytes.IndexByte(body, '\\') < 0 {
+		if bytes.IndexByte(payload, '\\') < 0 {
 			if t == TypeOutput {
-				rec.Payload = payload
+				rec.Payload = line[i+1:]
 			} else {
-				rec.Payload = body
+				rec.Payload = payload
 			}
 			return rec, buf, nil
 		}
 		var err error
-		buf, err = appendUnescaped(buf[:0], body)
+		buf, err = appendUnescaped(buf[:0], payload)
 		if err != nil {
 			return Record{}, buf, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
@@ -77,28 +98,19 @@ func Parse(line, buf []byte) (Record, []byte, error) {
 		}
 		rec.Payload = buf
 	default:
-		rec.Payload = payload[:len(payload)-1]
-		if len(rec.Payload) == 0 || rec.Payload[0] != '{' {
+		if len(payload) < 2 || payload[0] != '{' || payload[len(payload)-1] != '}' {
 			return Record{}, buf, fmt.Errorf("%w: %s record payload is not a JSON object", ErrMalformed, t)
 		}
+		rec.Payload = payload
 	}
 	return rec, buf, nil
 }
 
-func parseSeq(b []byte) (int64, error) {
-	if len(b) > 1 && b[0] == '0' {
-		return 0, errors.New("sequence has a leading zero")
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, errors.New("sequence is not a decimal number")
-		}
-	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("sequence out of range: %w", err)
-	}
-	return v, nil
+// fitsInt64 reports whether the decimal digits in b (no leading zeros) are at
+// most math.MaxInt64.
+func fitsInt64(b []byte) bool {
+	const limit = "9223372036854775807"
+	return len(b) < len(limit) || (len(b) == len(limit) && string(b) <= limit)
 }
 
 func clip(b []byte) []byte {
@@ -110,7 +122,14 @@ func clip(b []byte) []byte {
 
 // Decoder reads records from a stream.
 type Decoder struct {
-	br  *bufio.Reader
+	r io.Reader
+	// rbuf[start:end] is read but not yet returned; rbuf[start:scanned]
+	// is known to hold no newline.
+	rbuf                []byte
+	start, end, scanned int
+	// err is the reader's error, returned once the buffered lines are.
+	err error
+	// buf holds unescaped payloads.
 	buf []byte
 	// skipping is set after an over-long line, until its end is consumed.
 	skipping bool
@@ -118,7 +137,7 @@ type Decoder struct {
 
 // NewDecoder returns a decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{br: bufio.NewReaderSize(r, 4*MaxRecord)}
+	return &Decoder{r: r, rbuf: make([]byte, 4*MaxRecord)}
 }
 
 // Next returns the next record. Errors wrapping ErrMalformed concern one
@@ -126,30 +145,70 @@ func NewDecoder(r io.Reader) *Decoder {
 // end the stream; a stream that ends on a record boundary returns io.EOF.
 func (d *Decoder) Next() (Record, error) {
 	for {
-		line, err := d.br.ReadSlice('\n')
-		if d.skipping {
-			if err == nil {
+		if i := bytes.IndexByte(d.rbuf[d.scanned:d.end], '\n'); i >= 0 {
+			lineEnd := d.scanned + i + 1
+			line := d.rbuf[d.start:lineEnd]
+			d.start, d.scanned = lineEnd, lineEnd
+			if d.skipping {
 				d.skipping = false
-			}
-			if err == bufio.ErrBufferFull || err == nil {
 				continue
 			}
-		}
-		switch {
-		case err == nil:
-			rec, buf, perr := Parse(line, d.buf)
+			rec, buf, err := parse(line, d.buf)
 			d.buf = buf
-			return rec, perr
-		case errors.Is(err, bufio.ErrBufferFull):
-			d.skipping = true
-			return Record{}, fmt.Errorf("%w: line longer than %d bytes", ErrMalformed, MaxRecord)
-		case errors.Is(err, io.EOF):
-			if len(line) > 0 {
-				return Record{}, ErrTruncated
+			return rec, err
+		}
+		d.scanned = d.end
+		if d.err != nil {
+			err := d.err
+			torn := d.end > d.start || d.skipping
+			d.start, d.end, d.scanned, d.skipping = 0, 0, 0, false
+			if err == io.EOF {
+				if torn {
+					return Record{}, ErrTruncated
+				}
+				return Record{}, io.EOF
 			}
-			return Record{}, io.EOF
-		default:
+			d.err = nil
 			return Record{}, err
 		}
+		if d.end-d.start == len(d.rbuf) {
+			// A line longer than the buffer: report it once and drop it
+			// up to its newline.
+			d.start, d.end, d.scanned = 0, 0, 0
+			if !d.skipping {
+				d.skipping = true
+				return Record{}, fmt.Errorf("%w: line longer than %d bytes", ErrMalformed, MaxRecord)
+			}
+			continue
+		}
+		d.fill()
 	}
+}
+
+// fill reads more of the stream into rbuf, moving the unreturned bytes to
+// its start when the end is reached.
+func (d *Decoder) fill() {
+	if d.start == d.end {
+		d.start, d.end, d.scanned = 0, 0, 0
+	} else if d.end == len(d.rbuf) {
+		n := copy(d.rbuf, d.rbuf[d.start:d.end])
+		d.scanned -= d.start
+		d.start, d.end = 0, n
+	}
+	for range 100 {
+		n, err := d.r.Read(d.rbuf[d.end:])
+		if n < 0 || n > len(d.rbuf)-d.end {
+			d.err = fmt.Errorf("read records: reader returned an invalid count %d", n)
+			return
+		}
+		d.end += n
+		if err != nil {
+			d.err = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	d.err = io.ErrNoProgress
 }

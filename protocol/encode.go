@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"math/bits"
+	"slices"
 )
 
 // Encoder turns script output and events into records. It numbers sequenced
@@ -23,14 +24,60 @@ func (e *Encoder) Offset() int64 { return e.next }
 
 // appendHeader appends "T SEQ " and returns the new slice.
 func appendHeader(dst []byte, t Type, seq int64) []byte {
-	dst = append(dst, byte(t), ' ')
 	if seq == Unsequenced {
-		dst = append(dst, '-')
-	} else {
-		dst = strconv.AppendInt(dst, seq, 10)
+		return append(dst, byte(t), ' ', '-', ' ')
 	}
-	return append(dst, ' ')
+	// The digits are written in place, two at a time: strconv.AppendInt
+	// costs more than the rest of a short line's record.
+	u := uint64(seq)
+	n := decimalLen(u)
+	l := len(dst)
+	if cap(dst)-l < n+3 {
+		dst = slices.Grow(dst, n+3)
+	}
+	dst = dst[:l+n+3]
+	dst[l], dst[l+1] = byte(t), ' '
+	i := l + 2 + n
+	dst[i] = ' '
+	for u >= 100 {
+		q := u / 100
+		r := 2 * (u - q*100)
+		i -= 2
+		dst[i], dst[i+1] = digitPairs[r], digitPairs[r+1]
+		u = q
+	}
+	if u >= 10 {
+		dst[i-2], dst[i-1] = digitPairs[2*u], digitPairs[2*u+1]
+	} else {
+		dst[i-1] = byte('0' + u)
+	}
+	return dst
 }
+
+// decimalLen returns the number of decimal digits of u.
+func decimalLen(u uint64) int {
+	n := bits.Len64(u) * 1233 >> 12 // about log10(2) * bit length
+	if n < len(pow10) && u >= pow10[n] {
+		n++
+	}
+	return max(n, 1)
+}
+
+// pow10 holds 10^0 to 10^19.
+var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// digitPairs holds "00" to "99".
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // AppendOutput appends records carrying data to dst and returns the extended
 // slice. Each complete line becomes a TypeOutput record; a final piece
@@ -43,26 +90,38 @@ func (e *Encoder) AppendOutput(dst, data []byte) []byte {
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
 			line, rest, complete = data[:i], data[i+1:], true
 		}
-		dst = e.appendLine(dst, line, complete)
+		// Fast path: a line that needs no escaping and fits in one record
+		// (maxHeader covers the longest header) is copied as it is.
+		if len(line) <= MaxRecord-1-maxHeader && plainPrefix(line) == len(line) {
+			start := len(dst)
+			t := TypeOutput
+			if !complete {
+				t = TypePartial
+			}
+			dst = appendHeader(dst, t, e.next)
+			dst = append(dst, line...)
+			dst = append(dst, '\n')
+			e.next += int64(len(dst) - start)
+		} else {
+			dst = e.appendLine(dst, line, complete)
+		}
 		data = rest
 	}
 	return dst
 }
+
+// maxHeader is the longest record header: type, space, a 19-digit offset,
+// space.
+const maxHeader = 2 + 19 + 1
 
 // appendLine encodes one line (without its newline) into one or more records.
 func (e *Encoder) appendLine(dst, line []byte, complete bool) []byte {
 	for {
 		start := len(dst)
 		dst = appendHeader(dst, TypeOutput, e.next)
-		limit := start + MaxRecord - 1 // room for the newline
-		for len(line) > 0 {
-			var n int
-			dst, n = escapeNext(dst, line, limit)
-			if n == 0 {
-				break
-			}
-			line = line[n:]
-		}
+		var n int
+		dst, n = appendEscaped(dst, line, start+MaxRecord-1) // room for the newline
+		line = line[n:]
 		if len(line) > 0 || !complete {
 			dst[start] = byte(TypePartial)
 		}

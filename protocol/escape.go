@@ -1,7 +1,10 @@
 package protocol
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -29,51 +32,107 @@ var plain = func() (t [256]bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// escapeNext appends the escaped form of the rune or byte at the start of src
-// to dst if the result stays within limit bytes, and reports how many source
-// bytes it consumed (0 when it did not fit).
-func escapeNext(dst, src []byte, limit int) ([]byte, int) {
-	b := src[0]
-	switch {
-	case plain[b]:
-		// Copy the whole run of plain bytes that fits.
-		n := 1
-		room := limit - len(dst)
-		for n < len(src) && n < room && plain[src[n]] {
-			n++
+// SWAR constants: every byte of a 64-bit word set to the value.
+const (
+	lsb    = 0x0101010101010101
+	msb    = 0x8080808080808080
+	space8 = 0x2020202020202020
+	bslash = 0x5c5c5c5c5c5c5c5c
+)
+
+// plainPrefix returns the length of the longest prefix of src made of bytes
+// that plain marks. It tests eight bytes at a time: a word is plain when no
+// byte is >= 0x80 or 0x7f (x|x+1 sets the byte's top bit; without bytes
+// >= 0x80 the addition cannot carry between bytes), < 0x20 (x-0x20 borrows)
+// or a backslash (x^0x5c is zero). A word that fails the test is finished
+// byte by byte, so TAB and ESC cost a little but stay plain.
+func plainPrefix(src []byte) int {
+	i := 0
+	for ; i+32 <= len(src); i += 32 {
+		if special(binary.LittleEndian.Uint64(src[i:]))|
+			special(binary.LittleEndian.Uint64(src[i+8:]))|
+			special(binary.LittleEndian.Uint64(src[i+16:]))|
+			special(binary.LittleEndian.Uint64(src[i+24:])) != 0 {
+			break
 		}
-		if n > room {
-			return dst, 0
-		}
-		return append(dst, src[:n]...), n
-	case b == '\\':
-		if len(dst)+2 > limit {
-			return dst, 0
-		}
-		return append(dst, '\\', '\\'), 1
-	case b == '\r':
-		if len(dst)+2 > limit {
-			return dst, 0
-		}
-		return append(dst, '\\', 'r'), 1
-	case b < utf8.RuneSelf:
-		return appendHex(dst, b, limit)
 	}
-	r, size := utf8.DecodeRune(src)
-	if r == utf8.RuneError && size <= 1 {
-		return appendHex(dst, b, limit)
+	for ; i+8 <= len(src); i += 8 {
+		if special(binary.LittleEndian.Uint64(src[i:])) != 0 {
+			break
+		}
 	}
-	if len(dst)+size > limit {
-		return dst, 0
+	for i < len(src) && plain[src[i]] {
+		i++
 	}
-	return append(dst, src[:size]...), size
+	return i
 }
 
-func appendHex(dst []byte, b byte, limit int) ([]byte, int) {
-	if len(dst)+4 > limit {
-		return dst, 0
+// special returns a non-zero value when one of the eight bytes in x may not
+// be plain.
+func special(x uint64) uint64 {
+	y := x ^ bslash
+	return ((x | (x + lsb)) | ((x - space8) &^ x) | ((y - lsb) &^ y)) & msb
+}
+
+// appendEscaped appends the escaped form of a prefix of src to dst, taking
+// whole escape units (a plain byte, an escape, a UTF-8 character) while dst
+// stays within limit bytes. It returns the extended slice and the number of
+// source bytes consumed.
+func appendEscaped(dst, src []byte, limit int) ([]byte, int) {
+	i := 0
+	for i < len(src) {
+		b := src[i]
+		room := limit - len(dst)
+		if plain[b] {
+			if room <= 0 {
+				break
+			}
+			// A run of plain bytes: a short one byte by byte (binary data
+			// has many), a long one eight at a time.
+			end := min(len(src), i+room)
+			j := i + 1
+			for j < end && j < i+8 && plain[src[j]] {
+				j++
+			}
+			if j == i+8 {
+				j += plainPrefix(src[j:end])
+			}
+			dst = append(dst, src[i:j]...)
+			i = j
+			continue
+		}
+		size := 1
+		switch {
+		case b == '\\' || b == '\r':
+			if room < 2 {
+				return dst, i
+			}
+			c := byte('\\')
+			if b == '\r' {
+				c = 'r'
+			}
+			dst = append(dst, '\\', c)
+		case b >= 0xc2 && b <= 0xf4: // may start a valid multi-byte character
+			if r, n := utf8.DecodeRune(src[i:]); r != utf8.RuneError || n > 1 {
+				size = n
+			}
+			fallthrough
+		default:
+			if size > 1 {
+				if room < size {
+					return dst, i
+				}
+				dst = append(dst, src[i:i+size]...)
+			} else {
+				if room < 4 {
+					return dst, i
+				}
+				dst = append(dst, '\\', 'x', hexDigits[b>>4], hexDigits[b&0xf])
+			}
+		}
+		i += size
 	}
-	return append(dst, '\\', 'x', hexDigits[b>>4], hexDigits[b&0xf]), 1
+	return dst, i
 }
 
 // errBadEscape is returned for a backslash sequence the encoder never writes.
@@ -81,39 +140,58 @@ var errBadEscape = errors.New("invalid escape sequence in output payload")
 
 // appendUnescaped appends the bytes src encodes to dst.
 func appendUnescaped(dst, src []byte) ([]byte, error) {
-	for len(src) > 0 {
-		i := indexByte(src, '\\')
-		if i < 0 {
-			return append(dst, src...), nil
+	// The decoded bytes are never more than the encoded ones: write them
+	// into spare capacity with no append per byte.
+	dst = slices.Grow(dst, len(src))
+	out := dst[len(dst) : len(dst)+len(src)]
+	w := 0
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c != '\\' {
+			// A run of literal bytes: a short one byte by byte (binary data
+			// escapes every few bytes), a long one with IndexByte.
+			j := i + 1
+			for j < len(src) && j < i+8 && src[j] != '\\' {
+				j++
+			}
+			if j == i+8 {
+				if k := bytes.IndexByte(src[j:], '\\'); k < 0 {
+					j = len(src)
+				} else {
+					j += k
+				}
+			}
+			w += copy(out[w:], src[i:j])
+			i = j
+			continue
 		}
-		dst = append(dst, src[:i]...)
-		src = src[i:]
-		if len(src) < 2 {
+		if i+1 >= len(src) {
 			return dst, errBadEscape
 		}
-		switch src[1] {
+		switch src[i+1] {
 		case '\\':
-			dst = append(dst, '\\')
-			src = src[2:]
+			out[w] = '\\'
+			i += 2
 		case 'r':
-			dst = append(dst, '\r')
-			src = src[2:]
+			out[w] = '\r'
+			i += 2
 		case 'x':
-			if len(src) < 4 {
+			if i+3 >= len(src) {
 				return dst, errBadEscape
 			}
-			hi, ok1 := unhex(src[2])
-			lo, ok2 := unhex(src[3])
+			hi, ok1 := unhex(src[i+2])
+			lo, ok2 := unhex(src[i+3])
 			if !ok1 || !ok2 {
 				return dst, errBadEscape
 			}
-			dst = append(dst, hi<<4|lo)
-			src = src[4:]
+			out[w] = hi<<4 | lo
+			i += 4
 		default:
 			return dst, errBadEscape
 		}
+		w++
 	}
-	return dst, nil
+	return dst[:len(dst)+w], nil
 }
 
 func unhex(c byte) (byte, bool) {
