@@ -18,7 +18,6 @@ var ErrTruncated = errors.New("stream ended inside a record")
 // know, which means the shim speaks a newer protocol.
 var ErrUnknownType = errors.New("unknown record type")
 
-
 // Parse decodes one record line, which must end in its only newline. The
 // returned payload may alias line (output records without escapes) or buf,
 // which it reuses; both stay valid until either is modified.
@@ -169,7 +168,7 @@ func (d *Decoder) Next() (Record, error) {
 				return Record{}, io.EOF
 			}
 			d.err = nil
-			return Record{}, err
+			return Record{}, fmt.Errorf("read records: %w", err)
 		}
 		if d.end-d.start == len(d.rbuf) {
 			// A line longer than the buffer: report it once and drop it
