@@ -16,12 +16,12 @@ trap 'rm -rf "$work"' EXIT
 
 cmd=("$bin/tether" run --local "$demo/build.sh" "$demo/test.sh" "$demo/deploy.sh" --after "$demo/cleanup.sh")
 echo "\$ ${cmd[*]}"
-echo "  (the job's output is on stdout; tether's progress and per-script summary on stderr)"
 echo
+echo "--- the job's output (tether's stdout) ---"
 # Copy stdout through character by character, noting when each dot of
 # build.sh arrives: they must arrive one by one, not with the end of line.
 set +e
-"${cmd[@]}" | {
+"${cmd[@]}" 2>"$work/stderr" | {
   : > "$work/dots"
   while IFS= read -r -d '' -n 1 c; do
     printf '%s' "$c"
@@ -31,6 +31,9 @@ set +e
 }
 code=${PIPESTATUS[0]}
 set -e
+echo "--- tether's progress and per-script summary (its stderr) ---"
+cat "$work/stderr"
+echo "--- tether exited with code $code ---"
 echo
 
 fail=0
