@@ -14,44 +14,71 @@ import (
 // ContainerConfig is the body of a container create call (the subset of the
 // Engine API's ContainerConfig that Tether uses).
 type ContainerConfig struct {
-	Image        string            `json:"Image"`
-	Entrypoint   []string          `json:"Entrypoint,omitempty"`
-	Cmd          []string          `json:"Cmd,omitempty"`
-	Env          []string          `json:"Env,omitempty"`
-	Labels       map[string]string `json:"Labels,omitempty"`
-	User         string            `json:"User,omitempty"`
-	WorkingDir   string            `json:"WorkingDir,omitempty"`
-	AttachStdin  bool              `json:"AttachStdin"`
-	AttachStdout bool              `json:"AttachStdout"`
-	AttachStderr bool              `json:"AttachStderr"`
-	OpenStdin    bool              `json:"OpenStdin"`
-	StdinOnce    bool              `json:"StdinOnce"`
-	Tty          bool              `json:"Tty"`
-	HostConfig   HostConfig        `json:"HostConfig"`
+	// Image is the image reference.
+	Image string `json:"Image"`
+	// Entrypoint and Cmd are the container's command: Entrypoint followed
+	// by Cmd; nil keeps the image's.
+	Entrypoint []string `json:"Entrypoint,omitempty"`
+	Cmd        []string `json:"Cmd,omitempty"`
+	// Env adds "NAME=value" variables to the image's.
+	Env []string `json:"Env,omitempty"`
+	// Labels are the container's labels.
+	Labels map[string]string `json:"Labels,omitempty"`
+	// User and WorkingDir override the image's.
+	User       string `json:"User,omitempty"`
+	WorkingDir string `json:"WorkingDir,omitempty"`
+	// AttachStdin, AttachStdout and AttachStderr say which streams a
+	// `docker start -a` style attach gets.
+	AttachStdin  bool `json:"AttachStdin"`
+	AttachStdout bool `json:"AttachStdout"`
+	AttachStderr bool `json:"AttachStderr"`
+	// OpenStdin gives the container a stdin; StdinOnce closes it when the
+	// first attached client detaches.
+	OpenStdin bool `json:"OpenStdin"`
+	StdinOnce bool `json:"StdinOnce"`
+	// Tty runs the container on a pseudo-terminal (no stdout/stderr
+	// multiplexing then).
+	Tty bool `json:"Tty"`
+	// HostConfig is the host-dependent part.
+	HostConfig HostConfig `json:"HostConfig"`
 }
 
 // HostConfig is the host-dependent part of a container create call.
 type HostConfig struct {
-	Binds       []string `json:"Binds,omitempty"`
-	NetworkMode string   `json:"NetworkMode,omitempty"`
-	Ulimits     []Ulimit `json:"Ulimits,omitempty"`
-	AutoRemove  bool     `json:"AutoRemove,omitempty"`
+	// Binds are bind mounts, "host-path:container-path[:options]".
+	Binds []string `json:"Binds,omitempty"`
+	// NetworkMode is "none", "host", a network name, or "" for the
+	// engine's default.
+	NetworkMode string `json:"NetworkMode,omitempty"`
+	// Ulimits are resource limits; nil keeps the engine's defaults.
+	Ulimits []Ulimit `json:"Ulimits,omitempty"`
+	// AutoRemove makes the engine remove the container when it stops.
+	AutoRemove bool `json:"AutoRemove,omitempty"`
 }
 
 // Ulimit is one resource limit of a container ("nofile", "nproc", …).
 type Ulimit struct {
+	// Name is the limit's name without RLIMIT_, lower case.
 	Name string `json:"Name"`
-	Soft int64  `json:"Soft"`
-	Hard int64  `json:"Hard"`
+	// Soft and Hard are the soft and hard limits.
+	Soft int64 `json:"Soft"`
+	Hard int64 `json:"Hard"`
 }
 
 // State is a container's state as inspect reports it.
 type State struct {
-	Status     string `json:"Status"` // created, running, exited, …
-	Running    bool   `json:"Running"`
-	ExitCode   int    `json:"ExitCode"`
-	Error      string `json:"Error"`
-	OOMKilled  bool   `json:"OOMKilled"`
+	// Status is created, running, paused, exited, … (Podman also says
+	// stopped).
+	Status string `json:"Status"`
+	// Running reports whether the container's init process runs.
+	Running bool `json:"Running"`
+	// ExitCode is the init process's exit status once it stopped.
+	ExitCode int `json:"ExitCode"`
+	// Error is the engine's error starting or running the container.
+	Error string `json:"Error"`
+	// OOMKilled reports a kill by the out-of-memory killer.
+	OOMKilled bool `json:"OOMKilled"`
+	// StartedAt and FinishedAt are RFC 3339 times.
 	StartedAt  string `json:"StartedAt"`
 	FinishedAt string `json:"FinishedAt"`
 }
@@ -192,10 +219,15 @@ func (c *Client) ImageID(ctx context.Context, ref string) (string, error) {
 
 // Summary is one entry of ListContainers.
 type Summary struct {
-	ID     string            `json:"Id"`
-	Names  []string          `json:"Names"`
-	Image  string            `json:"Image"`
-	State  string            `json:"State"`
+	// ID is the container's ID.
+	ID string `json:"Id"`
+	// Names are the container's names, each with a leading slash.
+	Names []string `json:"Names"`
+	// Image is the image reference it was created from.
+	Image string `json:"Image"`
+	// State is running, exited, … as in State.Status.
+	State string `json:"State"`
+	// Labels are the container's labels.
 	Labels map[string]string `json:"Labels"`
 }
 
