@@ -39,12 +39,12 @@ type jobCase struct {
 
 // outcome is what a backend produced for a job.
 type outcome struct {
-	out    []byte
-	res    client.Result
-	err    error
-	diag   string
-	ctID   string
-	jobID  string
+	out   []byte
+	res   client.Result
+	err   error
+	diag  string
+	ctID  string
+	jobID string
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers (the shim's
