@@ -1,0 +1,178 @@
+package kube
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tether-ci/tether/client"
+)
+
+// Objects are what one job creates: the pod, and the ConfigMap and Secret
+// it owns. Job is the job to send to the shim, with the scripts' paths as
+// the pod sees them.
+type Objects struct {
+	Pod       *corev1.Pod
+	ConfigMap *corev1.ConfigMap
+	// Secret is nil when the job has no variables.
+	Secret *corev1.Secret
+	Job    client.Job
+}
+
+// Build returns the objects for spec without creating anything. It fails
+// when the spec is incomplete, a variable name is invalid, or the scripts
+// or variables exceed what a ConfigMap or Secret holds.
+func Build(spec Spec) (*Objects, error) {
+	s, err := spec.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelJob: s.JobID}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: maps.Clone(labels)}
+	}
+
+	objs := &Objects{Job: client.Job{ID: s.JobID}}
+
+	cm := &corev1.ConfigMap{ObjectMeta: meta(s.Name + "-scripts"), Data: map[string]string{}}
+	var total int
+	add := func(i int, sc Script) string {
+		key := scriptKey(i, sc.Name)
+		if utf8.Valid(sc.Content) {
+			cm.Data[key] = string(sc.Content)
+		} else {
+			if cm.BinaryData == nil {
+				cm.BinaryData = map[string][]byte{}
+			}
+			cm.BinaryData[key] = sc.Content
+		}
+		total += len(sc.Content)
+		return ScriptsDir + "/" + key
+	}
+	for i, sc := range s.Scripts {
+		objs.Job.Scripts = append(objs.Job.Scripts, add(i, sc))
+	}
+	for i, sc := range s.After {
+		objs.Job.After = append(objs.Job.After, add(len(s.Scripts)+i, sc))
+	}
+	if total > MaxObjectData {
+		return nil, fmt.Errorf("kube: the scripts total %d bytes, more than the %d bytes a ConfigMap holds: "+
+			"make them smaller (e.g. move large content into the image or fetch it in the script)", total, MaxObjectData)
+	}
+	objs.ConfigMap = cm
+
+	if len(s.Env) > 0 {
+		sec := &corev1.Secret{ObjectMeta: meta(s.Name + "-env"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{}}
+		total = 0
+		for k, v := range s.Env {
+			sec.Data[k] = []byte(v)
+			total += len(v)
+		}
+		if total > MaxObjectData {
+			return nil, fmt.Errorf("kube: the variables total %d bytes, more than the %d bytes a Secret holds", total, MaxObjectData)
+		}
+		objs.Secret = sec
+	}
+
+	objs.Pod = buildPod(s, meta(s.Name), objs)
+	return objs, nil
+}
+
+// buildPod returns the pod of docs/ARCHITECTURE.md's layout.
+func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
+	for k, v := range s.Labels {
+		if _, own := meta.Labels[k]; !own {
+			meta.Labels[k] = v
+		}
+	}
+	meta.Annotations = maps.Clone(s.Annotations)
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[AnnotationTTL] = strconv.FormatInt(seconds(s.TTL), 10)
+	meta.Annotations[AnnotationDefaultContainer] = BuildContainer
+
+	args := []string{
+		"--spool-dir=" + SpoolDir,
+		"--ttl-file=" + PodInfoDir + "/annotations",
+	}
+	if s.Timeout > 0 {
+		args = append(args, "--deadline="+strconv.FormatInt(seconds(s.Timeout), 10))
+	}
+	if s.IdleTimeout > 0 {
+		args = append(args, "--idle-timeout="+s.IdleTimeout.String())
+	}
+	args = append(args, s.ShimArgs...)
+
+	scriptMode := int32(0o755)
+	volumes := []corev1.Volume{
+		{Name: "tether", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: objs.ConfigMap.Name},
+			DefaultMode:          &scriptMode,
+		}}},
+		{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}},
+		}}},
+	}
+	build := corev1.Container{
+		Name:            BuildContainer,
+		Image:           s.Image,
+		ImagePullPolicy: s.PullPolicy,
+		Command:         []string{ShimPath},
+		Args:            args,
+		Stdin:           true,
+		StdinOnce:       false,
+		TTY:             false,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "tether", MountPath: "/tether"},
+			{Name: "scripts", MountPath: ScriptsDir, ReadOnly: true},
+			{Name: "podinfo", MountPath: PodInfoDir, ReadOnly: true},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+	if objs.Secret != nil {
+		build.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: objs.Secret.Name}}}}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: meta,
+		Spec: corev1.PodSpec{
+			RestartPolicy:      corev1.RestartPolicyNever,
+			ServiceAccountName: s.ServiceAccountName,
+			InitContainers: []corev1.Container{{
+				Name:            InitContainer,
+				Image:           s.HelperImage,
+				ImagePullPolicy: s.PullPolicy,
+				Command:         []string{"/tether-shim", "copy", ShimPath},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "tether", MountPath: "/tether"}},
+			}},
+			Containers: []corev1.Container{build},
+			Volumes:    volumes,
+		},
+	}
+	if s.Timeout > 0 {
+		ads := seconds(s.Timeout + s.DeadlineMargin)
+		pod.Spec.ActiveDeadlineSeconds = &ads
+	}
+	if s.TerminationGracePeriod > 0 {
+		g := seconds(s.TerminationGracePeriod)
+		pod.Spec.TerminationGracePeriodSeconds = &g
+	}
+	return pod
+}
+
+// ownedBy sets an ownerReference to the pod on meta.
+func ownedBy(meta *metav1.ObjectMeta, podName string, uid types.UID) {
+	meta.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "v1",
+		Kind:       "Pod",
+		Name:       podName,
+		UID:        uid,
+	}}
+}

@@ -1,0 +1,123 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tether-ci/tether/client"
+)
+
+// cleanupTimeout bounds the deletes Create does after a failure.
+const cleanupTimeout = 30 * time.Second
+
+// Pod is a job's pod as created: the handle to wait for it, attach to it
+// and delete it.
+type Pod struct {
+	// Client is the clientset the pod was created with.
+	Client kubernetes.Interface
+	// Namespace, Name and UID identify the pod.
+	Namespace, Name string
+	UID             types.UID
+	// Container is the container the shim runs in.
+	Container string
+	// Job is the job to send to the shim.
+	Job client.Job
+	// Logger receives progress (pod events, phase changes); never nil.
+	Logger *slog.Logger
+}
+
+// Create creates objs: the pod first, then the ConfigMap and the Secret
+// with an ownerReference to it, so they never exist without an owner and a
+// crash at any point leaves nothing the garbage collector would not remove.
+// (The pod's volumes may name objects that do not exist yet: the kubelet
+// waits for them.) When creating the pod fails (a ResourceQuota rejects
+// it, say) nothing was created; when creating an owned object fails, Create
+// deletes the pod before it returns the error.
+func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *slog.Logger) (*Pod, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pod, err := cs.CoreV1().Pods(objs.Pod.Namespace).Create(ctx, objs.Pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create pod %s/%s: %w%s", objs.Pod.Namespace, objs.Pod.Name, err, hint(err))
+	}
+	p := &Pod{Client: cs, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+		Container: BuildContainer, Job: objs.Job, Logger: log}
+	log.Info("pod created", "pod", pod.Namespace+"/"+pod.Name)
+
+	fail := func(what string, err error) (*Pod, error) {
+		err = fmt.Errorf("create %s for pod %s/%s: %w%s", what, p.Namespace, p.Name, err, hint(err))
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if derr := p.Delete(dctx); derr != nil {
+			return nil, errors.Join(err, fmt.Errorf("and deleting the pod failed too (its ConfigMap and Secret go with it once it is deleted): %w", derr))
+		}
+		return nil, err
+	}
+	cm := objs.ConfigMap.DeepCopy()
+	ownedBy(&cm.ObjectMeta, pod.Name, pod.UID)
+	if _, err := cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fail("ConfigMap "+cm.Name, err)
+	}
+	if objs.Secret != nil {
+		sec := objs.Secret.DeepCopy()
+		ownedBy(&sec.ObjectMeta, pod.Name, pod.UID)
+		if _, err := cs.CoreV1().Secrets(p.Namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+			return fail("Secret "+sec.Name, err)
+		}
+	}
+	return p, nil
+}
+
+// hint adds advice for common API errors.
+func hint(err error) string {
+	switch {
+	case apierrors.IsForbidden(err):
+		return " (a ResourceQuota or missing RBAC permission; check `kubectl describe quota` and the runner's Role)"
+	case apierrors.IsAlreadyExists(err):
+		return " (a name collision: run again)"
+	case apierrors.IsInvalid(err):
+		return " (the object was rejected as invalid)"
+	}
+	return ""
+}
+
+// Delete deletes the pod (its ConfigMap and Secret are garbage-collected
+// with it). A pod that is already gone is not an error.
+func (p *Pod) Delete(ctx context.Context) error {
+	bg := metav1.DeletePropagationBackground
+	err := p.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+		PropagationPolicy: &bg,
+		Preconditions:     &metav1.Preconditions{UID: &p.UID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	p.Logger.Info("pod deleted", "pod", p.Namespace+"/"+p.Name)
+	return nil
+}
+
+// Transport returns the attach transport of the pod's build container.
+func (p *Pod) Transport(cfg *rest.Config, opts TransportOptions) *Transport {
+	return &Transport{Config: cfg, Client: p.Client, Namespace: p.Namespace, Pod: p.Name,
+		Container: p.Container, Options: opts}
+}
+
+// Get returns the pod's current state.
+func (p *Pod) Get(ctx context.Context) (*corev1.Pod, error) {
+	pod, err := p.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return pod, nil
+}

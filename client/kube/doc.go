@@ -1,0 +1,24 @@
+// Package kube runs Tether jobs in Kubernetes pods and attaches to them.
+//
+// One pod per job (see docs/ARCHITECTURE.md, "Kubernetes pod layout"): an
+// init container from the helper image copies tether-shim into an emptyDir,
+// and the build container runs the job's image with the shim as its command,
+// stdin open for attach. The scripts travel in a ConfigMap, the job's
+// variables in a Secret (envFrom); both carry an ownerReference to the pod,
+// so deleting the pod garbage-collects them.
+//
+// A runner uses it in four steps:
+//
+//	cfg, ns, _ := kube.LoadConfig(kube.ConfigOptions{})          // kubectl's rules
+//	objs, _ := kube.Build(kube.Spec{Namespace: ns, Image: "alpine:3", Scripts: scripts})
+//	pod, _ := kube.Create(ctx, cs, objs, logger)                   // pod first, then owned objects
+//	_ = pod.WaitRunning(ctx, kube.WaitOptions{Logger: logger})     // prints events, fails fast
+//	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{}), objs.Job, opts)
+//	_ = pod.Delete(context.WithoutCancel(ctx))
+//
+// Transport implements client.Transport over the pods/attach subresource
+// with client-go's remotecommand: WebSocket (v5) first, SPDY when the
+// WebSocket upgrade fails, as kubectl does. Each Connect is one attach
+// session; the client session re-attaches after a drop and resumes the
+// shim's record stream, so nothing is lost or repeated.
+package kube

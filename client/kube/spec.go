@@ -1,0 +1,192 @@
+package kube
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Labels and annotations Tether puts on what it creates.
+const (
+	// LabelManagedBy is set to ManagedByValue on every object.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the LabelManagedBy value.
+	ManagedByValue = "tether"
+	// LabelJob carries the job ID on every object.
+	LabelJob = "tether.dev/job"
+	// AnnotationTTL is the pod's time to live in seconds, read by the shim
+	// (through the downward API) and by `tether gc` (seed 001's cleaner).
+	AnnotationTTL = "cleaner.kubernetes.gitlab.org/ttl"
+	// AnnotationDefaultContainer makes kubectl attach/logs pick the build
+	// container.
+	AnnotationDefaultContainer = "kubectl.kubernetes.io/default-container"
+)
+
+// Names and paths inside the pod.
+const (
+	// BuildContainer is the name of the container the shim runs in.
+	BuildContainer = "build"
+	// InitContainer is the name of the init container that copies the shim.
+	InitContainer = "tether-init"
+	// ScriptsDir is where the scripts ConfigMap is mounted.
+	ScriptsDir = "/tether/scripts"
+	// ShimPath is where the init container puts tether-shim.
+	ShimPath = "/tether/bin/tether-shim"
+	// SpoolDir keeps the shim's whole record stream for resume.
+	SpoolDir = "/tether/spool"
+	// PodInfoDir is the downward-API volume with the pod's annotations.
+	PodInfoDir = "/tether/podinfo"
+)
+
+// Defaults of Spec.
+const (
+	// DefaultHelperImage is the image that carries tether-shim.
+	DefaultHelperImage = "localhost/tether/helper:dev"
+	// DefaultDeadlineMargin is added to the job timeout for the pod's
+	// activeDeadlineSeconds, so the shim's own deadline (which reports in
+	// band) fires first even after a slow image pull.
+	DefaultDeadlineMargin = 2 * time.Minute
+	// DefaultTTLMargin is added to the job timeout for the TTL annotation
+	// when Spec.TTL is zero (seed 001: timeout plus 15 minutes).
+	DefaultTTLMargin = 15 * time.Minute
+	// DefaultNoTimeoutTTL is the TTL when the job has no timeout.
+	DefaultNoTimeoutTTL = 24 * time.Hour
+)
+
+// MaxObjectData is the most data a ConfigMap or a Secret holds (the sum of
+// its values), enforced by the apiserver.
+const MaxObjectData = 1 << 20
+
+// Script is one script file the job runs.
+type Script struct {
+	// Name is the file's name (a base name such as "build.sh"); it becomes
+	// part of the path in the pod, sanitized.
+	Name string
+	// Content is the script's text.
+	Content []byte
+}
+
+// Spec describes one job's pod.
+type Spec struct {
+	// Namespace of the pod and its objects. Required.
+	Namespace string
+	// Name is the pod's name; "" picks "tether-" and a random suffix.
+	Name string
+	// JobID identifies the job (label tether.dev/job, the shim's job ID);
+	// "" picks one matching the pod name.
+	JobID string
+	// Image is the build container's image. Required.
+	Image string
+	// HelperImage carries tether-shim; default DefaultHelperImage.
+	HelperImage string
+	// PullPolicy applies to both images; "" lets Kubernetes decide.
+	PullPolicy corev1.PullPolicy
+	// Scripts are the main scripts, After the after-scripts.
+	Scripts, After []Script
+	// Env are the job's variables, delivered in a Secret via envFrom.
+	Env map[string]string
+	// Timeout is the job timeout: the shim's --deadline (it stops the job
+	// itself and says so in band), and with DeadlineMargin the pod's
+	// activeDeadlineSeconds. 0 means none.
+	Timeout time.Duration
+	// DeadlineMargin is added to Timeout for activeDeadlineSeconds;
+	// default DefaultDeadlineMargin.
+	DeadlineMargin time.Duration
+	// TTL is the pod's TTL annotation; default Timeout+DefaultTTLMargin
+	// (DefaultNoTimeoutTTL without a timeout).
+	TTL time.Duration
+	// IdleTimeout makes the shim end itself when no script runs and no
+	// client pinged it for this long; 0 means never.
+	IdleTimeout time.Duration
+	// ShimArgs are extra tether-shim flags.
+	ShimArgs []string
+	// ServiceAccountName runs the pod as this service account ("" default).
+	ServiceAccountName string
+	// Labels and Annotations are added to the pod (Tether's own win).
+	Labels, Annotations map[string]string
+	// TerminationGracePeriod for the pod; 0 keeps Kubernetes' default.
+	TerminationGracePeriod time.Duration
+}
+
+var nameChars = regexp.MustCompile(`[^-._a-zA-Z0-9]+`)
+
+// randomSuffix returns n random bytes, hex-encoded.
+func randomSuffix(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+// withDefaults validates s and fills in the defaults.
+func (s Spec) withDefaults() (Spec, error) {
+	if s.Namespace == "" {
+		return s, errors.New("kube: Spec.Namespace is required")
+	}
+	if s.Image == "" {
+		return s, errors.New("kube: Spec.Image is required (the build container's image)")
+	}
+	if len(s.Scripts)+len(s.After) == 0 {
+		return s, errors.New("kube: the job has no scripts")
+	}
+	if s.Timeout < 0 || s.TTL < 0 || s.IdleTimeout < 0 || s.DeadlineMargin < 0 {
+		return s, errors.New("kube: Timeout, TTL, IdleTimeout and DeadlineMargin must not be negative")
+	}
+	if s.HelperImage == "" {
+		s.HelperImage = DefaultHelperImage
+	}
+	suffix := randomSuffix(5)
+	if s.Name == "" {
+		s.Name = "tether-" + suffix
+	}
+	if errs := validation.IsDNS1123Subdomain(s.Name); len(errs) > 0 {
+		return s, fmt.Errorf("kube: pod name %q: %s", s.Name, strings.Join(errs, "; "))
+	}
+	if s.JobID == "" {
+		s.JobID = s.Name
+	}
+	if errs := validation.IsValidLabelValue(s.JobID); len(errs) > 0 {
+		return s, fmt.Errorf("kube: job ID %q cannot be a label value: %s", s.JobID, strings.Join(errs, "; "))
+	}
+	if s.DeadlineMargin == 0 {
+		s.DeadlineMargin = DefaultDeadlineMargin
+	}
+	if s.TTL == 0 {
+		s.TTL = DefaultNoTimeoutTTL
+		if s.Timeout > 0 {
+			s.TTL = s.Timeout + DefaultTTLMargin
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if errs := validation.IsEnvVarName(k); len(errs) > 0 {
+			return s, fmt.Errorf("kube: variable name %q: %s", k, strings.Join(errs, "; "))
+		}
+	}
+	return s, nil
+}
+
+// scriptKey returns the ConfigMap key of the i-th script.
+func scriptKey(i int, name string) string {
+	base := nameChars.ReplaceAllString(path.Base(name), "_")
+	base = strings.TrimLeft(base, ".")
+	if base == "" || base == "_" {
+		base = "script"
+	}
+	key := fmt.Sprintf("%02d-%s", i, base)
+	if len(key) > 200 {
+		key = key[:200]
+	}
+	return key
+}
+
+// seconds rounds d up to whole seconds.
+func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }

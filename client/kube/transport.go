@@ -1,0 +1,201 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/tether-ci/tether/client"
+)
+
+// Protocol selects the attach streaming protocol.
+type Protocol string
+
+// Attach protocols.
+const (
+	// ProtocolAuto tries WebSocket (v5) and falls back to SPDY when the
+	// WebSocket upgrade fails, as kubectl does. The default.
+	ProtocolAuto Protocol = ""
+	// ProtocolWebSocket uses WebSocket only.
+	ProtocolWebSocket Protocol = "websocket"
+	// ProtocolSPDY uses SPDY only.
+	ProtocolSPDY Protocol = "spdy"
+)
+
+// DefaultConnectTimeout bounds one attach handshake.
+const DefaultConnectTimeout = 30 * time.Second
+
+// TransportOptions tune a Transport. The zero value is ready to use.
+type TransportOptions struct {
+	// Protocol is the streaming protocol; default ProtocolAuto.
+	Protocol Protocol
+	// ConnectTimeout bounds one attach handshake (the shim's streams
+	// established end to end); default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// Logger receives the shim's stderr (its diagnostics), line by line,
+	// and the transport's own diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Transport reaches a tether-shim in a pod through the pods/attach
+// subresource. It implements client.Transport: every Connect is one attach
+// session with stdin, stdout and stderr and no TTY.
+type Transport struct {
+	// Config reaches the API server. Required.
+	Config *rest.Config
+	// Client checks the container's state before each attach; nil builds
+	// one from Config.
+	Client kubernetes.Interface
+	// Namespace, Pod and Container name the shim's container.
+	Namespace, Pod, Container string
+	// Options tune the transport.
+	Options TransportOptions
+}
+
+var _ client.Transport = (*Transport)(nil)
+
+func (t *Transport) logger() *slog.Logger {
+	if t.Options.Logger != nil {
+		return t.Options.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Connect attaches to the container. It returns once the attach streams
+// are established end to end, or an error: one wrapping client.ErrShimGone
+// when the pod is gone or the container has terminated (nothing to attach
+// to any more), any other error when this attempt failed and a later one
+// may work.
+func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
+	if t.Config == nil {
+		return nil, errors.New("kube transport: no rest.Config")
+	}
+	cs := t.Client
+	if cs == nil {
+		var err error
+		if cs, err = kubernetes.NewForConfig(t.Config); err != nil {
+			return nil, fmt.Errorf("kube transport: %w", err)
+		}
+		t.Client = cs
+	}
+	if err := t.checkContainer(ctx, cs); err != nil {
+		return nil, err
+	}
+	exec, err := t.executor(cs)
+	if err != nil {
+		return nil, err
+	}
+	timeout := t.Options.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
+	return dial(ctx, exec, timeout, t.logger().With("pod", t.Namespace+"/"+t.Pod))
+}
+
+// checkContainer fails with client.ErrShimGone when the container can
+// never be attached again.
+func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface) error {
+	pod, err := cs.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("pod %s/%s no longer exists: %w", t.Namespace, t.Pod, client.ErrShimGone)
+	}
+	if err != nil {
+		return fmt.Errorf("get pod %s/%s: %w", t.Namespace, t.Pod, err)
+	}
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Name != t.container(pod) {
+			continue
+		}
+		if term := st.State.Terminated; term != nil {
+			return fmt.Errorf("container %s of pod %s/%s terminated (exit code %d, %s%s): %w",
+				st.Name, t.Namespace, t.Pod, term.ExitCode, term.Reason, message(term.Message), client.ErrShimGone)
+		}
+		if st.State.Running == nil {
+			return fmt.Errorf("container %s of pod %s/%s is not running yet", st.Name, t.Namespace, t.Pod)
+		}
+		return nil
+	}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return fmt.Errorf("pod %s/%s has ended (%s%s): %w", t.Namespace, t.Pod, pod.Status.Phase,
+			message(pod.Status.Message), client.ErrShimGone)
+	}
+	return fmt.Errorf("container %s of pod %s/%s has not started yet", t.container(pod), t.Namespace, t.Pod)
+}
+
+func message(m string) string {
+	if m == "" {
+		return ""
+	}
+	return ": " + m
+}
+
+// container returns the container to attach to.
+func (t *Transport) container(pod *corev1.Pod) string {
+	if t.Container != "" {
+		return t.Container
+	}
+	if c := pod.Annotations[AnnotationDefaultContainer]; c != "" {
+		return c
+	}
+	if len(pod.Spec.Containers) > 0 {
+		return pod.Spec.Containers[0].Name
+	}
+	return BuildContainer
+}
+
+// attachURL is the pods/attach URL with stdin, stdout and stderr.
+func (t *Transport) attachURL(cs kubernetes.Interface) *url.URL {
+	opts := &corev1.PodAttachOptions{Container: t.Container, Stdin: true, Stdout: true, Stderr: true}
+	return cs.CoreV1().RESTClient().Post().
+		Namespace(t.Namespace).Resource("pods").Name(t.Pod).SubResource("attach").
+		VersionedParams(opts, scheme.ParameterCodec).URL()
+}
+
+// executor returns the remotecommand executor for Options.Protocol.
+func (t *Transport) executor(cs kubernetes.Interface) (remotecommand.Executor, error) {
+	u := t.attachURL(cs)
+	spdy := func() (remotecommand.Executor, error) {
+		e, err := remotecommand.NewSPDYExecutor(t.Config, "POST", u)
+		if err != nil {
+			return nil, fmt.Errorf("kube transport: SPDY executor: %w", err)
+		}
+		return e, nil
+	}
+	ws := func() (remotecommand.Executor, error) {
+		e, err := remotecommand.NewWebSocketExecutor(t.Config, "GET", u.String())
+		if err != nil {
+			return nil, fmt.Errorf("kube transport: WebSocket executor: %w", err)
+		}
+		return e, nil
+	}
+	switch t.Options.Protocol {
+	case ProtocolSPDY:
+		return spdy()
+	case ProtocolWebSocket:
+		return ws()
+	case ProtocolAuto:
+		w, err := ws()
+		if err != nil {
+			return nil, err
+		}
+		s, err := spdy()
+		if err != nil {
+			return nil, err
+		}
+		return remotecommand.NewFallbackExecutor(w, s, httpstream.IsUpgradeFailure)
+	}
+	return nil, fmt.Errorf("kube transport: unknown protocol %q (want websocket, spdy or empty for both)", t.Options.Protocol)
+}

@@ -1,0 +1,323 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Defaults of WaitOptions.
+const (
+	// DefaultStartTimeout bounds the whole wait for Running.
+	DefaultStartTimeout = 10 * time.Minute
+	// DefaultScheduleTimeout is how long a pod may stay unschedulable.
+	DefaultScheduleTimeout = 2 * time.Minute
+	// DefaultConfigErrorTimeout is how long a container may fail to be
+	// created (CreateContainerConfigError, CreateContainerError) before the
+	// wait gives up; the first seconds can see the ConfigMap or Secret
+	// not created yet.
+	DefaultConfigErrorTimeout = 30 * time.Second
+)
+
+// imagePullFailures are waiting reasons that end the wait at once.
+var imagePullFailures = map[string]bool{
+	"ErrImagePull":      true,
+	"ImagePullBackOff":  true,
+	"InvalidImageName":  true,
+	"ErrImageNeverPull": true,
+}
+
+// configFailures are waiting reasons that end the wait once they persist.
+var configFailures = map[string]bool{
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"RunContainerError":          true,
+}
+
+// WaitOptions tune WaitRunning. The zero value takes the defaults.
+type WaitOptions struct {
+	// Timeout bounds the whole wait; default DefaultStartTimeout.
+	Timeout time.Duration
+	// ScheduleTimeout is how long the pod may stay unschedulable; default
+	// DefaultScheduleTimeout.
+	ScheduleTimeout time.Duration
+	// ConfigErrorTimeout is how long a container may fail to be created;
+	// default DefaultConfigErrorTimeout.
+	ConfigErrorTimeout time.Duration
+}
+
+func (o WaitOptions) withDefaults() WaitOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultStartTimeout
+	}
+	if o.ScheduleTimeout <= 0 {
+		o.ScheduleTimeout = DefaultScheduleTimeout
+	}
+	if o.ConfigErrorTimeout <= 0 {
+		o.ConfigErrorTimeout = DefaultConfigErrorTimeout
+	}
+	return o
+}
+
+// WaitRunning waits until the shim's container runs, logging the pod's
+// phase changes and events (scheduling, image pulls, quota) to p.Logger. It
+// gives up with an error saying why on an image that cannot be pulled, a
+// failed init container, a pod that stays unschedulable or cannot create
+// its container, a pod that ended or was deleted, and on timeout. It does
+// not delete the pod.
+func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithTimeoutCause(ctx, opts.Timeout,
+		fmt.Errorf("pod %s/%s did not start within %s", p.Namespace, p.Name, opts.Timeout))
+	defer cancel()
+
+	evCtx, stopEvents := context.WithCancel(ctx)
+	eventsDone := make(chan struct{})
+	go func() {
+		defer close(eventsDone)
+		p.followEvents(evCtx)
+	}()
+	defer func() {
+		stopEvents()
+		<-eventsDone
+	}()
+
+	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		cur, err := p.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %s/%s was deleted while starting", p.Namespace, p.Name)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			p.Logger.Warn("reading the pod failed; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if done, err := w.assess(cur, time.Now()); done || err != nil {
+			return err
+		}
+		watcher, err := p.Client.CoreV1().Pods(p.Namespace).Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", p.Name).String(),
+			ResourceVersion: cur.ResourceVersion,
+		})
+		if err != nil {
+			p.Logger.Debug("watching the pod failed; retrying", "err", err)
+			continue
+		}
+		done, err := w.follow(ctx, watcher, tick.C)
+		watcher.Stop()
+		if done || err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// waiter keeps the state of one WaitRunning.
+type waiter struct {
+	pod       *Pod
+	opts      WaitOptions
+	last      *corev1.Pod
+	lastPhase corev1.PodPhase
+	since     map[string]time.Time // when a lingering problem was first seen
+}
+
+// follow assesses the pod on every watch event and tick. It returns
+// (false, nil) when the watch ended and should be restarted.
+func (w *waiter) follow(ctx context.Context, watcher watch.Interface, tick <-chan time.Time) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		case <-tick:
+			if w.last != nil {
+				if done, err := w.assess(w.last, time.Now()); done || err != nil {
+					return done, err
+				}
+			}
+		case ev, ok := <-watcher.ResultChan():
+			if !ok {
+				return false, nil
+			}
+			switch ev.Type {
+			case watch.Deleted:
+				return false, fmt.Errorf("pod %s/%s was deleted while starting", w.pod.Namespace, w.pod.Name)
+			case watch.Error:
+				return false, nil
+			}
+			cur, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			if done, err := w.assess(cur, time.Now()); done || err != nil {
+				return done, err
+			}
+		}
+	}
+}
+
+// assess reports whether the shim's container runs, or an error when it
+// never will.
+func (w *waiter) assess(pod *corev1.Pod, now time.Time) (bool, error) {
+	w.last = pod
+	name := pod.Namespace + "/" + pod.Name
+	if pod.Status.Phase != w.lastPhase {
+		w.lastPhase = pod.Status.Phase
+		w.pod.Logger.Info("pod phase", "pod", name, "phase", pod.Status.Phase)
+	}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return false, fmt.Errorf("pod %s ended before the job could start: phase %s%s%s", name, pod.Status.Phase,
+			message(strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message)), containerSummary(pod))
+	}
+	if pod.DeletionTimestamp != nil {
+		return false, fmt.Errorf("pod %s is being deleted", name)
+	}
+	for _, c := range pod.Status.InitContainerStatuses {
+		if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
+			return false, fmt.Errorf("init container %s of pod %s failed with exit code %d (%s%s): does image %s carry /tether-shim?",
+				c.Name, name, t.ExitCode, t.Reason, message(t.Message), c.Image)
+		}
+	}
+	all := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, c := range all {
+		wt := c.State.Waiting
+		if wt == nil {
+			delete(w.since, "config/"+c.Name)
+			continue
+		}
+		if imagePullFailures[wt.Reason] {
+			return false, fmt.Errorf("image %s of container %s cannot be pulled: %s%s", c.Image, c.Name, wt.Reason, message(wt.Message))
+		}
+		if configFailures[wt.Reason] {
+			if w.lingers("config/"+c.Name, now, w.opts.ConfigErrorTimeout) {
+				return false, fmt.Errorf("container %s of pod %s cannot be created: %s%s", c.Name, name, wt.Reason, message(wt.Message))
+			}
+		} else {
+			delete(w.since, "config/"+c.Name)
+		}
+	}
+	unschedulable := false
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+			unschedulable = true
+			if w.lingers("schedule", now, w.opts.ScheduleTimeout) {
+				return false, fmt.Errorf("pod %s stayed unschedulable for %s: %s", name, w.opts.ScheduleTimeout, cond.Message)
+			}
+		}
+	}
+	if !unschedulable {
+		delete(w.since, "schedule")
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		return false, nil
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name == w.pod.Container && c.State.Running != nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// lingers records when problem was first seen and reports whether it has
+// lasted longer than limit.
+func (w *waiter) lingers(problem string, now time.Time, limit time.Duration) bool {
+	first, ok := w.since[problem]
+	if !ok {
+		w.since[problem] = now
+		return false
+	}
+	return now.Sub(first) >= limit
+}
+
+// containerSummary describes terminated containers for an error message.
+func containerSummary(pod *corev1.Pod) string {
+	var b strings.Builder
+	all := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, c := range all {
+		if t := c.State.Terminated; t != nil {
+			fmt.Fprintf(&b, "; container %s exited with code %d (%s%s)", c.Name, t.ExitCode, t.Reason, message(strings.TrimSpace(t.Message)))
+		}
+	}
+	return b.String()
+}
+
+// followEvents logs the pod's events until ctx ends.
+func (p *Pod) followEvents(ctx context.Context) {
+	sel := fields.Set{"involvedObject.name": p.Name, "involvedObject.kind": "Pod"}
+	if p.UID != "" {
+		sel["involvedObject.uid"] = string(p.UID)
+	}
+	opts := metav1.ListOptions{FieldSelector: sel.AsSelector().String()}
+	seen := map[string]int32{}
+	log := func(ev *corev1.Event) {
+		if seen[ev.Name] == ev.Count && ev.Count != 0 {
+			return
+		}
+		seen[ev.Name] = ev.Count
+		attrs := []any{"pod", p.Namespace + "/" + p.Name, "reason", ev.Reason, "message", ev.Message}
+		if ev.Type == corev1.EventTypeWarning {
+			p.Logger.Warn("pod event", attrs...)
+		} else {
+			p.Logger.Info("pod event", attrs...)
+		}
+	}
+	for ctx.Err() == nil {
+		list, err := p.Client.CoreV1().Events(p.Namespace).List(ctx, opts)
+		if err != nil {
+			if !sleepCtx(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		for i := range list.Items {
+			log(&list.Items[i])
+		}
+		wopts := opts
+		wopts.ResourceVersion = list.ResourceVersion
+		watcher, err := p.Client.CoreV1().Events(p.Namespace).Watch(ctx, wopts)
+		if err != nil {
+			if !sleepCtx(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		for ev := range watcher.ResultChan() {
+			if e, ok := ev.Object.(*corev1.Event); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				log(e)
+			}
+		}
+		watcher.Stop()
+	}
+}
+
+// sleepCtx sleeps d and reports whether ctx is still alive.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
