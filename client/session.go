@@ -13,7 +13,7 @@ import (
 
 // exitWait bounds how long a session waits for the shim's final record
 // after it sent the exit command (Options.ExitShim).
-const exitWait = 5 * time.Second
+const exitWait = 15 * time.Second
 
 // maxGaps is how many connections in a row may skip records before the
 // session gives up instead of resuming again.

@@ -15,9 +15,9 @@
 //     never started container of it (GET /containers/{id}/archive), so the
 //     helper image needs no shell.
 //  2. A container of the job's image is created without a TTY, with the
-//     job's environment and labels. Its entrypoint is the image's /bin/sh
-//     opening the command FIFO /tether/commands read-write as stdin and
-//     exec'ing the shim (which so is PID 1).
+//     job's environment and labels. Its entrypoint is the shim (PID 1)
+//     reading its commands from the FIFO /tether/commands
+//     (`tether-shim --commands`), which it opens read-write.
 //  3. The shim, the scripts (under /tether/scripts), the FIFO and a spool
 //     directory are uploaded into it before it starts (PUT
 //     /containers/{id}/archive), so nothing depends on the client and the
@@ -31,7 +31,8 @@
 // the Kubernetes backend runs the job. Each Connect opens a stdout-only
 // attach (POST /containers/{id}/attach, a hijacked connection carrying
 // multiplexed stdout/stderr frames) for the shim's records, and an exec
-// session whose stdin is copied into the command FIFO for the commands. The
+// session of `tether-shim send /tether/commands` whose stdin is copied into
+// the command FIFO for the commands. The
 // container's own stdin is not used because Podman closes it whenever an
 // attach that included stdin ends (Docker keeps it open when StdinOnce is
 // false): with the FIFO a broken connection is simply replaced and the

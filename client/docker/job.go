@@ -125,9 +125,6 @@ func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 		id, err = c.createAndStart(ctx, spec.Name, cfg, archive)
 	}
 	if err != nil {
-		if strings.Contains(err.Error(), "/bin/sh") {
-			return nil, fmt.Errorf("start a job container of image %s (the job image needs /bin/sh): %w", spec.Image, err)
-		}
 		return nil, fmt.Errorf("start a job container of image %s: %w", spec.Image, err)
 	}
 	log.Debug("job container started", "id", short(id), "image", spec.Image)
@@ -149,10 +146,9 @@ func containerConfig(spec Spec) ContainerConfig {
 	labels[LabelManagedBy] = ManagedByValue
 	return ContainerConfig{
 		Image: spec.Image,
-		// The shell only opens the FIFO (read-write, so it never sees EOF
-		// when a writer goes) as the shim's stdin and execs the shim,
-		// which so becomes PID 1.
-		Entrypoint:   []string{"/bin/sh", "-c", `exec ` + ShimPath + ` "$@" 0<>` + CommandsPath, "tether-shim"},
+		// The shim is PID 1 and reads its commands from the FIFO (opened
+		// read-write, so it never sees EOF when a writer goes).
+		Entrypoint:   []string{ShimPath, "--commands=" + CommandsPath},
 		Cmd:          args,
 		Env:          spec.Env,
 		Labels:       labels,

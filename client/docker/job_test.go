@@ -320,7 +320,7 @@ func TestScriptsLandInContainer(t *testing.T) {
 	if o.err != nil {
 		t.Fatalf("Run: %v\n%s", o.err, o.diag)
 	}
-	want := "b.sh\nlayout.sh\n" + docker.ShimPath + " --spool-dir=" + docker.SpoolDir + " --idle-timeout=5m0s \nfifo\n"
+	want := "b.sh\nlayout.sh\n" + docker.ShimPath + " --commands=" + docker.CommandsPath + " --spool-dir=" + docker.SpoolDir + " --idle-timeout=5m0s \nfifo\n"
 	if string(o.out) != want {
 		t.Errorf("container layout:\n got %q\nwant %q", o.out, want)
 	}
@@ -392,9 +392,19 @@ func TestHelperImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The helper image has no shell: as a job image it is refused clearly.
-	if _, err := c.StartJob(ctx, docker.Spec{Image: refs[0], ShimBinary: env.shim}); err == nil || !strings.Contains(err.Error(), "needs /bin/sh") {
-		t.Errorf("StartJob with an image without /bin/sh: %v, want an error saying it needs /bin/sh", err)
+	// The helper image has no shell: the shim still starts (it needs none),
+	// and each script fails clearly with 127.
+	noShell, err := c.StartJob(ctx, docker.Spec{Image: refs[0], ShimBinary: env.shim, Scripts: []docker.Script{{Name: "hi.sh", Data: []byte("echo hi")}}})
+	if err != nil {
+		t.Fatalf("StartJob with an image without a shell: %v", err)
+	}
+	var noShellOut bytes.Buffer
+	res, err := client.Run(ctx, noShell, client.Job{Scripts: []string{docker.ScriptPath("hi.sh")}}, client.Options{Output: &noShellOut, ExitShim: true})
+	if rerr := noShell.Remove(ctx); rerr != nil {
+		t.Error(rerr)
+	}
+	if err != nil || res.ExitCode != 127 || len(res.Statuses) != 1 || !strings.Contains(res.Statuses[0].Error, "shell") {
+		t.Errorf("job in an image without a shell: %+v, %v; want exit 127 saying there is no shell", res, err)
 	}
 	cache := t.TempDir()
 	for run := range 2 {

@@ -10,11 +10,11 @@ import (
 	"github.com/tether-ci/tether/client"
 )
 
-// writerScript copies the exec session's stdin into the shim's command
-// FIFO, line by line, with nothing but the image's shell (printf is a
-// builtin of every sh). A last line without a newline is dropped, which is
-// what the shim does with a torn command anyway.
-const writerScript = `while IFS= read -r l; do printf '%s\n' "$l"; done >` + CommandsPath
+// writerCommand copies the exec session's stdin into the shim's command
+// FIFO, one write per line, using the shim binary itself (`tether-shim
+// send`), so the job image needs no shell for it. A last line without a
+// newline is dropped, which is what the shim does with a torn command anyway.
+var writerCommand = []string{ShimPath, "send", CommandsPath}
 
 // Connect opens a connection to the shim: it implements client.Transport.
 // Reading the connection reads a fresh stdout-only attach to the container;
@@ -38,7 +38,7 @@ func (ct *Container) Connect(ctx context.Context) (client.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := ct.c.Exec(ctx, ct.id, []string{"/bin/sh", "-c", writerScript}, ct.diag)
+	in, err := ct.c.Exec(ctx, ct.id, writerCommand, ct.diag)
 	if err != nil {
 		out.Close()
 		return nil, err
@@ -58,7 +58,7 @@ func describeStopped(id string, st State) string {
 		msg += " (killed: out of memory)"
 	}
 	if st.ExitCode == 126 || st.ExitCode == 127 {
-		msg += " (could the shim not start? the job image needs /bin/sh)"
+		msg += " (could the shim not start? see its diagnostics above)"
 	}
 	return msg
 }

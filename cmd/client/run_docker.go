@@ -23,7 +23,7 @@ import (
 func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io.Writer) int {
 	log := f.Logger
 	if f.Image == "" {
-		return usageErr(stderr, "--docker needs --image IMAGE (an image with /bin/sh, e.g. %s)", "localhost/tether/busybox:dev")
+		return usageErr(stderr, "--docker needs --image IMAGE (an image with a shell for the scripts, e.g. %s)", "localhost/tether/busybox:dev")
 	}
 	scripts, main, after, err := containerScripts(job.Scripts, job.After)
 	if err != nil {

@@ -42,6 +42,8 @@ type Config struct {
 	ReplayBytes int64
 	// FlushDelay is how long an unfinished output line waits for its end.
 	FlushDelay time.Duration
+	// Commands is a FIFO to read commands from instead of stdin ("" = stdin).
+	Commands string
 	// LogLevel is the level of diagnostics written to stderr.
 	LogLevel slog.Level
 	// Start is when the shim started; deadlines in seconds count from it.
@@ -70,10 +72,12 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer, no
 	fs.BoolVar(&cfg.KillLeftovers, "kill-leftovers", false, "SIGKILL a finished script's process group after the drain")
 	fs.BoolVar(&cfg.TTY, "tty", false, "run scripts under a raw pseudo-terminal")
 	fs.StringVar(&cfg.SpoolDir, "spool-dir", "", "keep the whole record stream in DIR/records for replay (default: memory window)")
+	fs.StringVar(&cfg.Commands, "commands", "", "read commands from this FIFO (created if missing, opened read-write so writers may come and go) instead of stdin")
 	fs.DurationVar(&cfg.FlushDelay, "flush-delay", 20*time.Millisecond, "how long an unfinished output line waits for its end before it is sent")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: tether-shim [flags]        serve: script paths and commands on stdin, records on stdout
        tether-shim copy DEST      copy this binary to DEST (for an init container)
+       tether-shim send FIFO      copy command lines from stdin into a --commands FIFO
        tether-shim version
 
 Every flag can also be set with the environment variable shown in brackets.

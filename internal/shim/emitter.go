@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/tether-ci/tether/protocol"
@@ -29,6 +30,9 @@ type emitter struct {
 }
 
 func newEmitter(out io.Writer, store replayStore, log *slog.Logger) *emitter {
+	if f, ok := out.(*os.File); ok {
+		growPipe(f) // stdout is a pipe (containerd's FIFO, the local backend's pipe)
+	}
 	return &emitter{out: out, enc: protocol.NewEncoder(), store: store, log: log, failed: make(chan struct{})}
 }
 

@@ -21,6 +21,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "version", "--version":
 			fmt.Fprintln(stdout, "tether-shim", version.Version)
 			return 0
+		case "send":
+			if len(args) != 2 {
+				fmt.Fprintln(stderr, "usage: tether-shim send FIFO   (copies command lines from stdin into a --commands FIFO)")
+				return 2
+			}
+			if err := sendCommands(stdin, args[1]); err != nil {
+				fmt.Fprintln(stderr, "tether-shim:", err)
+				return 1
+			}
+			return 0
 		case "copy":
 			if len(args) != 2 {
 				fmt.Fprintln(stderr, "usage: tether-shim copy DEST")
@@ -57,6 +67,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "tether-shim:", err)
 		return 2
+	}
+	if cfg.Commands != "" {
+		f, err := openCommands(cfg.Commands)
+		if err != nil {
+			fmt.Fprintln(stderr, "tether-shim:", err)
+			return 2
+		}
+		defer f.Close()
+		stdin = f
 	}
 	return s.Serve(ctx, stdin, signals)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -239,5 +240,35 @@ func TestRunsAsNonRoot(t *testing.T) {
 	}
 	if got := string(p.output()); got != "65534\n" {
 		t.Fatalf("output %q", got)
+	}
+}
+
+// --commands reads commands from a FIFO that writers may open and close
+// (an engine that closes stdin after every attach); `tether-shim send`
+// feeds it without a shell.
+func TestCommandsFIFOAndSend(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "commands")
+	a := script(t, dir, "a.sh", "echo a\n")
+	b := script(t, dir, "b.sh", "echo b\n")
+	p := startShim(t, []string{"--commands", fifo})
+	p.stdin.Close() // stdin is not the command channel
+	for _, s := range []string{a, b} {
+		send := exec.Command(shimBin, "send", fifo)
+		send.Stdin = strings.NewReader("\x18" + s + "\n/torn/without/newline")
+		if out, err := send.CombinedOutput(); err != nil {
+			t.Fatalf("tether-shim send: %v\n%s", err, out)
+		}
+		if st := p.waitStatus(s, 5*time.Second); st.CommandExitCode != 0 {
+			t.Fatalf("status %+v", st)
+		}
+	}
+	if got := string(p.output()); got != "a\nb\n" {
+		t.Fatalf("output %q", got)
+	}
+	select {
+	case <-p.exited:
+		t.Fatal("the shim exited when a FIFO writer closed")
+	default:
 	}
 }

@@ -5,24 +5,59 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 	"time"
 )
 
-// pumpBufSize is the read size; big reads mean few records batches and few
-// syscalls when a script prints a lot.
-const pumpBufSize = 64 * 1024
+// pumpBufSize is the first read size: enough for a script that prints
+// little (most of them), and cheap to allocate per script.
+const pumpBufSize = 32 * 1024
+
+// pumpBigBufSize is the read size once a read filled the buffer (the
+// script prints a lot): big reads mean few record batches and few
+// syscalls.
+const pumpBigBufSize = 256 * 1024
 
 // flushSize is how much of an unfinished line is held before it is sent
 // anyway.
 const flushSize = 16 * 1024
 
+// pipeSize is the kernel buffer asked for the script's output pipe and the
+// shim's stdout: with the default 64 KiB a fast writer and its reader wake
+// each other for every 64 KiB; 1 MiB (the unprivileged maximum,
+// /proc/sys/fs/pipe-max-size) cuts those wake-ups and syscalls.
+const pipeSize = 1 << 20
+
+// fSetPipeSz is fcntl's F_SETPIPE_SZ (Linux).
+const fSetPipeSz = 1031
+
+// growPipe asks the kernel to give the pipe behind f a pipeSize buffer. It
+// does nothing for a file that is not a pipe (a pty, a regular file) or
+// when the kernel refuses (over the user's pipe-buffer limits): the pipe
+// keeps the size it had, only the speed differs.
+func growPipe(f *os.File) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = sc.Control(func(fd uintptr) {
+		var st syscall.Stat_t
+		if syscall.Fstat(int(fd), &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+			return
+		}
+		_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, fSetPipeSz, pipeSize)
+	})
+}
+
 // pump forwards a script's output to the emitter until the output reaches
 // EOF (every writer closed it) or fails (a pty returns EIO after the child
 // exits). Complete lines go out as soon as they are read; an unfinished line
-// waits up to delay for the rest of it, then goes out as it is.
+// waits up to delay for the rest of it, then goes out as it is; so does a
+// line that grew to flushSize. Once a read fills the buffer, the buffer
+// and the pipe grow for the rest of the output.
 func pump(f *os.File, em *emitter, delay time.Duration) {
 	buf := make([]byte, pumpBufSize)
-	held := 0             // buf[:held] is an unfinished line
+	held := 0             // buf[:held] is an unfinished line, shorter than flushSize
 	var flushAt time.Time // when the held bytes must go out
 	deadlines := f.SetReadDeadline(time.Time{}) == nil
 	deadlineSet := false
@@ -38,11 +73,22 @@ func pump(f *os.File, em *emitter, delay time.Duration) {
 			}
 		}
 		n, err := f.Read(buf[held:])
+		if held+n == len(buf) && len(buf) < pumpBigBufSize {
+			growPipe(f)
+			buf = append(buf, make([]byte, pumpBigBufSize-len(buf))...)
+		}
 		if n > 0 {
 			data := buf[:held+n]
-			last := bytes.LastIndexByte(data, '\n')
+			// Only the last flushSize bytes can hold a newline worth
+			// waiting for: a longer unfinished line goes out anyway. This
+			// bounds the backwards scan (LastIndexByte is bytewise).
+			from := max(len(data)-flushSize, 0)
+			last := bytes.LastIndexByte(data[from:], '\n')
+			if last >= 0 {
+				last += from
+			}
 			switch {
-			case !deadlines || held+n >= flushSize:
+			case !deadlines:
 				em.Output(data)
 				held = 0
 			case last >= 0:
@@ -52,6 +98,9 @@ func pump(f *os.File, em *emitter, delay time.Duration) {
 					flushAt = time.Now().Add(delay)
 					deadlineSet = false
 				}
+			case len(data) >= flushSize:
+				em.Output(data)
+				held = 0
 			default:
 				if held == 0 {
 					flushAt = time.Now().Add(delay)
