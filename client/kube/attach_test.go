@@ -73,7 +73,7 @@ func (e *env) transport(t *testing.T, host, pod string, proto kube.Protocol) *ku
 		t.Fatal(err)
 	}
 	return &kube.Transport{Config: cfg, Client: cs, Namespace: ns, Pod: pod, Container: kube.BuildContainer,
-		Options: kube.TransportOptions{Protocol: proto, Logger: testLogger(t), ConnectTimeout: 10 * time.Second}}
+		Options: kube.TransportOptions{Protocol: proto, Logger: testLogger(t), ConnectTimeout: 3 * time.Second}}
 }
 
 // script writes an executable script and returns its path.
@@ -156,7 +156,7 @@ func sessionOptions(t *testing.T, out *syncBuffer, events *eventLog) client.Opti
 		Logger:           quietLogger(t),
 		ReconnectMin:     5 * time.Millisecond,
 		ReconnectMax:     100 * time.Millisecond,
-		ReconnectTimeout: 30 * time.Second,
+		ReconnectTimeout: 60 * time.Second,
 		ExitShim:         true,
 	}
 }

@@ -34,8 +34,11 @@ const (
 	ProtocolSPDY Protocol = "spdy"
 )
 
-// DefaultConnectTimeout bounds one attach handshake.
-const DefaultConnectTimeout = 30 * time.Second
+// DefaultConnectTimeout bounds one attach handshake. A healthy handshake
+// takes milliseconds; the bound matters when a connection dies during it,
+// because client-go's SPDY stream creation then waits for a reply that never
+// comes (up to 30s) instead of failing.
+const DefaultConnectTimeout = 15 * time.Second
 
 // TransportOptions tune a Transport. The zero value is ready to use.
 type TransportOptions struct {

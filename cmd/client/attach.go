@@ -2,12 +2,117 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
 )
 
-// attachCmd is `tether attach`. Placeholder: its owner replaces this file.
+const attachUsage = `Usage: tether attach [flags] POD
+
+Follows the job running in POD's tether-shim from a new process (for example
+after the runner that started it was restarted): its output from the start
+of the job (or from --from, a stream offset) goes to stdout byte-exact, and
+tether exits with the job's exit code, like the 'tether run' that started it.
+Ctrl-C cancels the job, as with 'tether run'.
+
+Examples:
+  tether attach -n ci tether-3f2a9c1b0d
+  tether attach -n ci --exit --delete tether-3f2a9c1b0d
+`
+
+// attachFlags are the flags of `tether attach`.
+type attachFlags struct {
+	logFlags
+	Namespace  string
+	Kubeconfig string
+	Context    string
+	Container  string
+	From       int64
+	Protocol   string
+	Exit       bool
+	Delete     bool
+}
+
+// attachCmd is `tether attach`.
 func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "tether attach: not built yet")
-	return exitTether
+	var f attachFlags
+	fs := flag.NewFlagSet("tether attach", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // errors are reported below, --help prints usage
+	f.logFlags.register(fs)
+	fs.StringVar(&f.Namespace, "namespace", "", "Kubernetes namespace (default: the kubeconfig's)")
+	fs.StringVar(&f.Namespace, "n", "", "shorthand for --namespace")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
+	fs.StringVar(&f.Container, "container", "", "the shim's container (default: the pod's default container)")
+	fs.StringVar(&f.Container, "c", "", "shorthand for --container")
+	fs.Int64Var(&f.From, "from", 0, "stream offset to replay from (0: the whole job)")
+	fs.StringVar(&f.Protocol, "protocol", "", "attach protocol: websocket, spdy, or empty for WebSocket with SPDY fallback")
+	fs.BoolVar(&f.Exit, "exit", false, "tell the shim to exit once the job finished (the pod then completes)")
+	fs.BoolVar(&f.Delete, "delete", false, "delete the pod once the job finished")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(fs, stdout, attachUsage)
+		return 0
+	}
+	bad := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "tether attach: "+format+"\nRun 'tether attach --help' for usage.\n", args...)
+		return exitUsage
+	}
+	if err != nil {
+		return bad("%v", err)
+	}
+	if len(pos) != 1 {
+		return bad("want exactly one POD, got %d arguments", len(pos))
+	}
+	if f.From < 0 {
+		return bad("--from %d is negative", f.From)
+	}
+	proto := kube.Protocol(f.Protocol)
+	switch proto {
+	case kube.ProtocolAuto, kube.ProtocolWebSocket, kube.ProtocolSPDY:
+	default:
+		return bad("--protocol %q: want websocket or spdy", f.Protocol)
+	}
+	log, err := f.logger(stderr)
+	if err != nil {
+		return bad("%v", err)
+	}
+	routeKlog(log)
+
+	cfg, ns, err := kube.LoadConfig(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
+	if err != nil {
+		log.Error("cannot reach Kubernetes", "err", err)
+		return exitTether
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		log.Error("cannot reach Kubernetes", "err", err)
+		return exitTether
+	}
+	t := &kube.Transport{Config: cfg, Client: cs, Namespace: ns, Pod: pos[0], Container: f.Container,
+		Options: kube.TransportOptions{Protocol: proto, Logger: log}}
+	res, err := client.Attach(ctx, t, f.From, client.Options{
+		Output:   stdout,
+		Events:   progress(log),
+		Logger:   log,
+		ExitShim: f.Exit,
+	})
+	report(log, res, err)
+	code := exitCode(res, err)
+	if f.Delete && (err == nil || res.Exit != nil || res.Cancelled) {
+		pod, gerr := (&kube.Pod{Client: cs, Namespace: ns, Name: pos[0], Logger: log}).Get(context.WithoutCancel(ctx))
+		if gerr != nil {
+			log.Error("cannot delete the pod", "err", gerr)
+			return code
+		}
+		deletePod(ctx, log, &kube.Pod{Client: cs, Namespace: ns, Name: pod.Name, UID: pod.UID, Logger: log})
+	}
+	return code
 }

@@ -4,13 +4,146 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
 )
 
-// runKube runs job in a Kubernetes pod. Placeholder: the Kubernetes
-// backend's owner replaces this file.
+// deleteTimeout bounds deleting the pod at the end of a job.
+const deleteTimeout = 30 * time.Second
+
+// runKube runs job in a Kubernetes pod: build the pod and its ConfigMap and
+// Secret, wait for it to run (printing its events), attach, follow the job,
+// delete the pod (unless --keep).
 func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "tether run: the Kubernetes backend is not built yet; use --local")
-	return exitTether
+	log := f.Logger
+	routeKlog(log)
+	cfg, ns, err := kube.LoadConfig(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
+	if err != nil {
+		log.Error("cannot reach Kubernetes", "err", err)
+		return exitTether
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		log.Error("cannot reach Kubernetes", "err", err)
+		return exitTether
+	}
+	scripts, err := readScripts(job.Scripts)
+	if err != nil {
+		log.Error("cannot read the scripts", "err", err)
+		return exitUsage
+	}
+	after, err := readScripts(job.After)
+	if err != nil {
+		log.Error("cannot read the scripts", "err", err)
+		return exitUsage
+	}
+	env := map[string]string{}
+	for _, kv := range f.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	objs, err := kube.Build(kube.Spec{
+		Namespace:   ns,
+		JobID:       job.ID,
+		Image:       f.Image,
+		HelperImage: f.HelperImage,
+		Scripts:     scripts,
+		After:       after,
+		Env:         env,
+		Timeout:     f.Timeout,
+		TTL:         f.TTL,
+		IdleTimeout: f.IdleTimeout,
+	})
+	if err != nil {
+		log.Error("cannot build the pod", "err", err)
+		return exitUsage
+	}
+	pod, err := kube.Create(ctx, cs, objs, log)
+	if err != nil {
+		log.Error("cannot create the job's pod", "err", err)
+		return exitTether
+	}
+	if f.Keep {
+		defer log.Info("keeping the pod (--keep)", "pod", pod.Namespace+"/"+pod.Name)
+	} else {
+		defer deletePod(ctx, log, pod)
+		remove := onForce(ctx, func() { deletePod(ctx, log, pod) })
+		defer remove()
+	}
+	if err := pod.WaitRunning(ctx, kube.WaitOptions{}); err != nil {
+		if ctx.Err() != nil {
+			log.Error("cancelled while the pod was starting", "pod", pod.Namespace+"/"+pod.Name, "cause", context.Cause(ctx))
+			return exitCancelled
+		}
+		log.Error("the job's pod did not start", "err", err)
+		return exitTether
+	}
+	log.Info("attaching", "pod", pod.Namespace+"/"+pod.Name, "container", pod.Container)
+	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, client.Options{
+		Output:   stdout,
+		Events:   progress(log),
+		Logger:   log,
+		ExitShim: true,
+	})
+	report(log, res, err)
+	return exitCode(res, err)
+}
+
+// deletePod deletes the job's pod, whatever happened to ctx.
+func deletePod(ctx context.Context, log *slog.Logger, pod *kube.Pod) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	defer cancel()
+	if err := pod.Delete(dctx); err != nil {
+		log.Error("cannot delete the job's pod; `tether gc` removes it after its TTL", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
+
+// readScripts reads the scripts at paths.
+func readScripts(paths []string) ([]kube.Script, error) {
+	out := make([]kube.Script, 0, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read script: %w", err)
+		}
+		out = append(out, kube.Script{Name: filepath.Base(p), Content: b})
+	}
+	return out, nil
+}
+
+// routeKlog sends client-go's klog output (connection noise such as
+// "Websocket Ping failed" while a dropped attach is being replaced) to log
+// at debug level instead of raw lines on stderr; the session reports the
+// drops itself.
+func routeKlog(log *slog.Logger) {
+	klog.SetSlogLogger(slog.New(debugHandler{log.Handler()}))
+}
+
+// debugHandler logs every record at debug level.
+type debugHandler struct{ slog.Handler }
+
+func (h debugHandler) Enabled(ctx context.Context, _ slog.Level) bool {
+	return h.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (h debugHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h debugHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return debugHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h debugHandler) WithGroup(name string) slog.Handler {
+	return debugHandler{h.Handler.WithGroup(name)}
 }
