@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // CommandKind names a client command.
@@ -29,7 +30,8 @@ const (
 // command.
 const Reset = 0x18 // ASCII CAN
 
-// MaxCommand is the longest command line accepted, newline excluded.
+// MaxCommand is the longest command accepted in bytes: the text after the
+// line's last Reset, without the newline.
 const MaxCommand = 64 * 1024
 
 // Command is one client command.
@@ -77,12 +79,10 @@ func ParseCommand(line []byte) (Command, error) {
 		return Command{Cmd: CmdRun, Script: string(line)}, nil
 	}
 	var c Command
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if err := dec.Decode(&c); err != nil {
-		return Command{}, fmt.Errorf("command is not valid JSON: %w", err)
-	}
-	if dec.More() {
-		return Command{}, errors.New("command has data after its JSON object")
+	// json.Unmarshal, unlike a json.Decoder, rejects anything after the
+	// object (a Decoder's More() reports a stray '}' or ']' as no more).
+	if err := json.Unmarshal(line, &c); err != nil {
+		return Command{}, fmt.Errorf("command is not a valid JSON object: %w", err)
 	}
 	return c, c.Validate()
 }
@@ -125,30 +125,49 @@ func AppendCommand(dst []byte, c Command) ([]byte, error) {
 	if err := c.Validate(); err != nil {
 		return dst, fmt.Errorf("encode command: %w", err)
 	}
-	dst = append(dst, Reset)
-	if c.Cmd == CmdRun && c.GraceMS == 0 && c.Nonce == "" && plainPath(c.Script) {
+	if c.Cmd == CmdRun && c.ID == "" && len(c.Scripts) == 0 && len(c.After) == 0 &&
+		c.Nonce == "" && c.From == 0 && c.GraceMS == 0 && plainPath(c.Script) {
+		dst = append(dst, Reset)
 		dst = append(dst, c.Script...)
 		return append(dst, '\n'), nil
+	}
+	// JSON strings cannot carry bytes that are not UTF-8 (json.Marshal
+	// would replace them), so such a command cannot be sent faithfully.
+	for _, s := range append([]string{c.ID, c.Script, c.Nonce}, append(c.Scripts, c.After...)...) {
+		if !utf8.ValidString(s) {
+			return dst, fmt.Errorf("encode command: %q is not valid UTF-8 and cannot be sent in a JSON command (only a plain script path may hold such bytes)", s)
+		}
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return dst, fmt.Errorf("encode command: %w", err)
 	}
+	dst = append(dst, Reset)
 	dst = append(dst, b...)
 	return append(dst, '\n'), nil
 }
 
+// plainPath reports whether a run command for path p can be sent as the
+// plain line p: CommandReader and ParseCommand must give p back unchanged,
+// so p cannot be blank (skipped), start with '{' (JSON), hold a newline or
+// Reset, or end in '\r' (dropped as part of a CR LF).
 func plainPath(p string) bool {
-	return p != "" && p[0] != '{' && !strings.ContainsAny(p, "\n\r\x18")
+	return strings.TrimSpace(p) != "" && p[0] != '{' && !strings.ContainsAny(p, "\n\x18") &&
+		!strings.HasSuffix(p, "\r")
 }
 
 // CommandReader splits the shim's stdin into commands.
 type CommandReader struct {
-	br      *bufio.Reader
-	line    []byte
-	pending []byte // the command after a torn line, returned by the next call
-	hasNext bool
-	eof     bool
+	br *bufio.Reader
+	// line holds the current line after its last Reset; raw the first
+	// bytes of the whole line, for error messages.
+	line, raw []byte
+	// pending is a line (or its error) read together with a torn line and
+	// returned by the call after the torn line's error.
+	pending    []byte
+	pendingErr error
+	hasPending bool
+	eof        bool
 }
 
 // NewCommandReader returns a reader of commands from r.
@@ -163,24 +182,21 @@ func NewCommandReader(r io.Reader) *CommandReader {
 func (r *CommandReader) Next() (Command, error) {
 	for {
 		var line []byte
-		if r.hasNext {
-			line, r.hasNext = r.pending, false
+		var err error
+		if r.hasPending {
+			line, err, r.hasPending = r.pending, r.pendingErr, false
 		} else {
-			l, err := r.readLine()
-			if err != nil {
-				return Command{}, err
-			}
-			line = l
-			if i := bytes.LastIndexByte(line, Reset); i >= 0 {
-				torn := bytes.TrimSpace(line[:i])
-				line = line[i+1:]
-				if len(torn) > 0 {
-					r.pending, r.hasNext = line, true
-					return Command{}, &CommandError{Input: clipString(torn), Err: errors.New("discarded a torn command line left by a client that disconnected")}
-				}
+			var torn *CommandError
+			line, torn, err = r.readLine()
+			if torn != nil {
+				r.pending, r.pendingErr, r.hasPending = line, err, true
+				return Command{}, torn
 			}
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
+		if err != nil {
+			return Command{}, err
+		}
+		if blank(line) {
 			continue
 		}
 		c, err := ParseCommand(line)
@@ -191,47 +207,68 @@ func (r *CommandReader) Next() (Command, error) {
 	}
 }
 
-// readLine returns the next line without its newline. Over-long lines and a
-// torn last line come back as *CommandError.
-func (r *CommandReader) readLine() ([]byte, error) {
+// readLine reads one line. It returns the part after the line's last Reset
+// without the newline, and, when the text before that Reset is not blank, a
+// *CommandError about the torn line it discarded. Over-long lines and a
+// torn last line come back as a *CommandError in err.
+func (r *CommandReader) readLine() (line []byte, torn *CommandError, err error) {
 	if r.eof {
-		return nil, io.EOF
+		return nil, nil, io.EOF
 	}
-	r.line = r.line[:0]
-	tooLong := false
+	r.line, r.raw = r.line[:0], r.raw[:0]
+	var (
+		read     int  // bytes of the line read so far
+		size     int  // bytes after the last Reset, newline included
+		text     bool // the bytes after the last Reset are not blank
+		tornText bool // the bytes before the last Reset are not blank
+		tornLen  int  // bytes before the last Reset
+	)
 	for {
-		chunk, err := r.br.ReadSlice('\n')
-		if !tooLong {
-			if len(r.line)+len(chunk) > MaxCommand+1 {
-				tooLong = true
-				r.line = append(r.line[:0], chunk[:min(len(chunk), 64)]...)
-			} else {
-				r.line = append(r.line, chunk...)
+		chunk, rerr := r.br.ReadSlice('\n')
+		if len(r.raw) < 256 {
+			r.raw = append(r.raw, chunk[:min(len(chunk), 256-len(r.raw))]...)
+		}
+		if i := bytes.LastIndexByte(chunk, Reset); i >= 0 {
+			tornText = tornText || text || !blank(chunk[:i])
+			tornLen = read + i
+			r.line, size, text = r.line[:0], 0, false
+			read += i + 1
+			chunk = chunk[i+1:]
+		}
+		read += len(chunk)
+		size += len(chunk)
+		text = text || !blank(chunk)
+		if size <= MaxCommand+1 {
+			r.line = append(r.line, chunk...)
+		}
+		if tornText && torn == nil && rerr != bufio.ErrBufferFull {
+			torn = &CommandError{
+				Input: clipString(bytes.TrimSpace(bytes.TrimLeft(r.raw[:min(len(r.raw), tornLen)], "\x18"))),
+				Err:   errors.New("discarded a torn command line left by a client that disconnected"),
 			}
 		}
 		switch {
-		case err == nil:
-			if tooLong {
-				return nil, &CommandError{Input: clipString(r.line), Err: fmt.Errorf("command line longer than %d bytes", MaxCommand)}
+		case rerr == nil:
+			if size > MaxCommand+1 {
+				return nil, torn, &CommandError{Input: clipString(r.line[:min(len(r.line), 64)]), Err: fmt.Errorf("command line longer than %d bytes", MaxCommand)}
 			}
-			return r.line[:len(r.line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
+			return r.line[:len(r.line)-1], torn, nil
+		case errors.Is(rerr, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, io.EOF):
+		case errors.Is(rerr, io.EOF):
 			r.eof = true
-			rest := r.line
-			if i := bytes.LastIndexByte(rest, Reset); i >= 0 {
-				rest = rest[i+1:]
+			if text {
+				return nil, torn, &CommandError{Input: clipString(bytes.TrimSpace(r.line[:min(len(r.line), 256)])), Err: errors.New("discarded a command line without a newline at the end of input")}
 			}
-			if rest = bytes.TrimSpace(rest); len(rest) > 0 {
-				return nil, &CommandError{Input: clipString(rest), Err: errors.New("discarded a command line without a newline at the end of input")}
-			}
-			return nil, io.EOF
+			return nil, torn, io.EOF
 		default:
-			return nil, fmt.Errorf("read commands: %w", err)
+			return nil, torn, fmt.Errorf("read commands: %w", rerr)
 		}
 	}
 }
+
+// blank reports whether b holds only white space; blank lines are skipped.
+func blank(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }
 
 func clipString(b []byte) string {
 	if len(b) > 200 {
