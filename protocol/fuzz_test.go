@@ -147,6 +147,16 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add([]byte("a€"), uint16(4093), uint16(3000))
 	f.Add([]byte("\xff"), uint16(0), uint16(5000))
 	f.Add([]byte("abcdefgh"), uint16(16380), uint16(2100))
+	// Every byte class the encoder treats specially, at every position of
+	// an 8-byte word inside a longer plain run (the encoder tests eight
+	// bytes at a time).
+	for _, b := range []byte{'\\', '\r', '\n', 0x00, 0x1f, 0x7f, 0x80, 0xc3, 0xff, '\t', 0x1b, ' ', '~'} {
+		for pos := range 8 {
+			unit := []byte("abcdefghijklmnopqrstuvwx")
+			unit[8+pos] = b
+			f.Add(unit, uint16(pos), uint16(0))
+		}
+	}
 	f.Fuzz(func(t *testing.T, unit []byte, cut, repeat uint16) {
 		// data is unit repeated: the fuzzer reaches lines longer than a
 		// record without carrying huge inputs around.
