@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1073741824": 1 << 30, "10GiB": 10 << 30, "512MiB": 512 << 20, "64 KiB": 64 << 10} {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "GiB", "1.5GiB", "ten"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) succeeded, want an error", in)
+		}
+	}
+}
+
+func TestDurationStats(t *testing.T) {
+	var d durations
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	if got := d.median(); got != 50500*time.Microsecond {
+		t.Errorf("median = %s, want 50.5ms", got)
+	}
+	for p, want := range map[float64]time.Duration{50: 50 * time.Millisecond, 99: 99 * time.Millisecond, 100: 100 * time.Millisecond, 1: time.Millisecond} {
+		if got := d.percentile(p); got != want {
+			t.Errorf("percentile(%g) = %s, want %s", p, got, want)
+		}
+	}
+	if d[0] != 100*time.Millisecond {
+		t.Error("the statistics reordered their input")
+	}
+}
+
+// TestLogParserRoundTrip feeds the runner-side parser what the read-logs
+// emulation writes for output cut into arbitrary pieces (partial lines at
+// EOF, 16 KiB pieces of long lines, the exit-code line split anywhere) and
+// checks it gives back exactly the script's bytes and exit code.
+func TestLogParserRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 200 {
+		var out []byte
+		for range rng.IntN(40) {
+			switch rng.IntN(4) {
+			case 0:
+				out = append(out, bytes.Repeat([]byte("x"), rng.IntN(40000))...)
+			case 1:
+				out = append(out, "a line\n"...)
+			case 2:
+				out = append(out, '{', '"') // starts like the marker
+			default:
+				out = append(out, '.')
+			}
+		}
+		code := rng.IntN(256)
+		stream := append(append([]byte(nil), out...), fmt.Sprintf(`{"command_exit_code": %d, "script": "/s"}`+"\n", code)...)
+		var lines []byte
+		var offset int64
+		for rest := stream; len(rest) > 0; {
+			// A piece ends at a newline, at 16 KiB, or anywhere (EOF).
+			n := len(rest)
+			if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+				n = j + 1
+			}
+			n = min(n, readLogsBuf)
+			if rng.IntN(3) == 0 {
+				n = 1 + rng.IntN(n)
+			}
+			offset += int64(n)
+			lines = appendLogLine(lines, offset, rest[:n])
+			rest = rest[n:]
+		}
+		var got bytes.Buffer
+		gotCode, err := parseReadLogs(bytes.NewReader(lines), &got)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if gotCode != code || !bytes.Equal(got.Bytes(), out) {
+			t.Fatalf("case %d: got code %d and %d bytes, want %d and %d bytes", i, gotCode, got.Len(), code, len(out))
+		}
+	}
+}
+
+func TestLogParserRejectsBadOffsets(t *testing.T) {
+	if _, err := parseReadLogs(bytes.NewReader([]byte("5 abc\n")), &bytes.Buffer{}); err == nil {
+		t.Error("a line whose offset step does not match its length was accepted")
+	}
+	if _, err := parseReadLogs(bytes.NewReader([]byte("4 abc\n")), &bytes.Buffer{}); err == nil {
+		t.Error("a stream without the exit-code line was accepted")
+	}
+}
+
+func TestMarkerPrefixLen(t *testing.T) {
+	for in, want := range map[string]int{".": 0, "ab{": 1, `x{"command`: 9, `{"command_exit_code": `[:21]: 21, "{x": 0} {
+		if got := markerPrefixLen([]byte(in)); got != want {
+			t.Errorf("markerPrefixLen(%q) = %d, want %d", in, got, want)
+		}
+	}
+}

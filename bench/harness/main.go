@@ -1,0 +1,62 @@
+// Command harness is `make bench`: it measures Tether against its baselines
+// side by side in one run on one machine (relay throughput, partial-output
+// latency, per-script overhead, shim memory, and the real node when one is
+// up), prints a table and writes bench/results.md.
+//
+// It is run by scripts/bench.sh after `make build`; it finds bin/tether-shim
+// and bin/tether below the repository root (-repo). Settings come from the
+// environment so `make bench` needs no arguments:
+//
+//	BENCH_BYTES        relay size per run                  (default 1 GiB)
+//	BENCH_BIG_BYTES    relay size of the memory run        (default 10 GiB)
+//	BENCH_REPEAT       runs per measurement (median used)  (default 3)
+//	BENCH_LAT_SAMPLES  latency samples per path            (default 200; GitLab emulation: 1/5 of it, at least 10)
+//	BENCH_SCRIPTS      scripts per overhead run            (default 1000)
+//	BENCH_SHELL        shell for scripts and baselines     (default /bin/sh)
+//	BENCH_ONLY         comma list of sections to run: relay,latency,overhead,memory,node (default all)
+//	BENCH_RELAY_PATHS  comma list of relay paths besides the cat baseline: tether,tether-memory,gitlab (default all)
+//	BENCH_OUT          results file                        (default bench/results.md; "-" for none)
+//	BENCH_GOBENCH      file with `go test -bench` output to include in the results
+//	TETHER_E2E_DIR     the e2e node's state directory      (default /var/tmp/tether-e2e)
+//	BENCH_SHIM         shim binary instead of bin/tether-shim (e.g. bench/shimprof, to profile it)
+//	BENCH_CPUPROFILE   write the harness's own CPU profile (client side) to this file
+//
+// The harness is also its own GitLab read-logs emulation: invoked as
+// `harness read-logs PATH` it follows PATH the way GitLab Runner's helper
+// does (see gitlab.go).
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == readLogsCommand {
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: harness read-logs PATH")
+			os.Exit(2)
+		}
+		if err := readLogs(os.Args[2], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "read-logs:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg, err := loadConfig(os.Args[1:], os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, cfg, log); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/local"
+)
+
+// overheadVariant is one way of running n scripts, measured repeatedly:
+// each outcome's wall is the time for all n, its relayCPU the CPU time of
+// everything involved (the scripts included).
+type overheadVariant struct {
+	label string
+	runs  []outcome
+}
+
+func (v overheadVariant) best(n int) time.Duration {
+	return walls(v.runs).min() / time.Duration(n)
+}
+
+func (v overheadVariant) median(n int) time.Duration {
+	return walls(v.runs).median() / time.Duration(n)
+}
+
+func (v overheadVariant) cpu(n int) time.Duration {
+	return cpus(v.runs).median() / time.Duration(n)
+}
+
+// directRuns runs `shell script` n times from this process, one after the
+// other: the baseline for the shim.
+func directRuns(ctx context.Context, shell, script string, n int) (outcome, error) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer devnull.Close()
+	cpu0 := selfCPU() + childrenCPU()
+	start := time.Now()
+	for range n {
+		cmd := exec.CommandContext(ctx, shell, script)
+		cmd.Stdout, cmd.Stderr = devnull, devnull
+		if err := cmd.Run(); err != nil {
+			return outcome{}, fmt.Errorf("%s %s: %w", shell, script, err)
+		}
+	}
+	return outcome{wall: time.Since(start), relayCPU: selfCPU() + childrenCPU() - cpu0}, nil
+}
+
+// shellRuns feeds n command lines to one long-running shell (GitLab's
+// build container shell) and times until it exits.
+func shellRuns(ctx context.Context, shell, line string, n int) (outcome, error) {
+	cmd := exec.CommandContext(ctx, shell)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return outcome{}, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return outcome{}, fmt.Errorf("start %s: %w", shell, err)
+	}
+	go func() {
+		_, _ = io.WriteString(in, strings.Repeat(line+"\n", n)+"exit 0\n")
+		in.Close()
+	}()
+	if err := cmd.Wait(); err != nil {
+		return outcome{}, fmt.Errorf("%s fed %d commands: %w", shell, n, err)
+	}
+	return outcome{wall: time.Since(start), relayCPU: processCPU(cmd.ProcessState)}, nil
+}
+
+// tetherJob runs one job of n scripts through a fresh shim (started and
+// warmed up with a small job before the timing).
+func tetherJob(ctx context.Context, cfg *config, script string, n int) (outcome, error) {
+	shim, err := local.Start(ctx, local.Config{Shim: cfg.shim, Args: []string{"--shell=" + cfg.shell}})
+	if err != nil {
+		return outcome{}, err
+	}
+	defer shim.Close()
+	job := func(k int) (time.Duration, error) {
+		scripts := make([]string, k)
+		for i := range scripts {
+			scripts[i] = script
+		}
+		start := time.Now()
+		res, err := client.Run(ctx, shim, client.Job{Scripts: scripts}, client.Options{Output: io.Discard})
+		d := time.Since(start)
+		if err != nil {
+			return 0, fmt.Errorf("tether job of %d scripts: %w", k, err)
+		}
+		if res.ExitCode != 0 || len(res.Statuses) != k {
+			return 0, fmt.Errorf("tether job of %d scripts: exit code %d, %d statuses", k, res.ExitCode, len(res.Statuses))
+		}
+		return d, nil
+	}
+	if _, err := job(10); err != nil {
+		return outcome{}, err
+	}
+	self0 := selfCPU()
+	own0, kids0, err := pidCPUs(shim.Pid())
+	if err != nil {
+		return outcome{}, err
+	}
+	d, err := job(n)
+	if err != nil {
+		return outcome{}, err
+	}
+	self := selfCPU() - self0
+	own, kids, err := pidCPUs(shim.Pid())
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{wall: d, relayCPU: self + own - own0 + kids - kids0}, nil
+}
+
+func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logger) (*section, error) {
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	n := cfg.scripts
+	script, err := ws.script("true.sh", "#!/bin/sh\ntrue\n")
+	if err != nil {
+		return nil, err
+	}
+	wrapped, err := gitlabPath{}.wrap(script)
+	if err != nil {
+		return nil, err
+	}
+	logPath := ws.path("overhead-gitlab.log")
+	defer os.Remove(logPath)
+
+	direct := &overheadVariant{label: "`" + cfg.shell + " true.sh` × N, spawned by this process (baseline)"}
+	tether := &overheadVariant{label: "tether: one job of N scripts through tether-shim (local backend, session included)"}
+	shellPlain := &overheadVariant{label: "one shell fed N lines `sh true.sh` (baseline of the emulation)"}
+	shellGitlab := &overheadVariant{label: "GitLab emulation: one shell fed N lines `sh true.sh.gitlab 2>&1 | tee -a LOG` (trap inside)"}
+	for r := range cfg.repeat {
+		for _, step := range []struct {
+			v   *overheadVariant
+			run func() (outcome, error)
+		}{
+			{direct, func() (outcome, error) { return directRuns(ctx, cfg.shell, script, n) }},
+			{tether, func() (outcome, error) { return tetherJob(ctx, cfg, script, n) }},
+			{shellPlain, func() (outcome, error) {
+				return shellRuns(ctx, cfg.shell, "sh "+shellQuote(script)+" </dev/null", n)
+			}},
+			{shellGitlab, func() (outcome, error) {
+				return shellRuns(ctx, cfg.shell, "sh "+shellQuote(wrapped)+" </dev/null 2>&1 | tee -a "+shellQuote(logPath)+" >/dev/null", n)
+			}},
+		} {
+			oc, err := step.run()
+			if err != nil {
+				return nil, err
+			}
+			step.v.runs = append(step.v.runs, oc)
+		}
+		log.Info("overhead", "round", r+1,
+			"direct/script", direct.runs[r].wall/time.Duration(n), "tether/script", tether.runs[r].wall/time.Duration(n),
+			"shell/script", shellPlain.runs[r].wall/time.Duration(n), "gitlab-emulation/script", shellGitlab.runs[r].wall/time.Duration(n))
+	}
+	sec := &section{title: "Per-script overhead"}
+	sec.notes = append(sec.notes, fmt.Sprintf(
+		"N = %d trivial scripts (`true`) run one after the other, %d rounds with the variants interleaved. "+
+			"Wall time per script: **best** round (the least disturbed by the machine's other load) and median round; the verdict uses the best. "+
+			"CPU per script: median round's CPU time of everything involved (the shell running the script included), per script — independent of load. "+
+			"Overhead = variant − its baseline. Tether and its baseline both run scripts with %s. "+
+			"The GitLab emulation's overhead is its trap + `tee` pipeline only; the real GitLab runner also waits for read-logs' 500 ms poll to see each exit code, which is not counted here.",
+		n, cfg.repeat, cfg.shell))
+	t := &table{head: []string{"variant", "wall/script, best", "wall/script, median", "CPU/script", "overhead: wall (best)", "overhead: CPU"}}
+	over := func(v, base *overheadVariant) (string, string) {
+		return fmt.Sprintf("%+.3f ms", float64(v.best(n)-base.best(n))/float64(time.Millisecond)),
+			fmt.Sprintf("%+.3f ms", float64(v.cpu(n)-base.cpu(n))/float64(time.Millisecond))
+	}
+	t.add(direct.label, ms(direct.best(n)), ms(direct.median(n)), ms(direct.cpu(n)), "", "")
+	tw, tc := over(tether, direct)
+	t.add(tether.label, ms(tether.best(n)), ms(tether.median(n)), ms(tether.cpu(n)), tw, tc)
+	t.add(shellPlain.label, ms(shellPlain.best(n)), ms(shellPlain.median(n)), ms(shellPlain.cpu(n)), "", "")
+	gw, gc := over(shellGitlab, shellPlain)
+	t.add(shellGitlab.label, ms(shellGitlab.best(n)), ms(shellGitlab.median(n)), ms(shellGitlab.cpu(n)), gw, gc)
+	sec.tabs = append(sec.tabs, t)
+	tOver := tether.best(n) - direct.best(n)
+	sec.goals = append(sec.goals, goal{
+		measure:  "per-script overhead (N = " + fmt.Sprint(n) + ", best round)",
+		tether:   tw + " wall, " + tc + " CPU",
+		baseline: "GitLab emulation " + gw + " wall, " + gc + " CPU",
+		target:   "≤ +0.3 ms",
+		verdict:  verdict(tOver <= 300*time.Microsecond),
+	})
+	return sec, nil
+}
