@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -46,6 +47,21 @@ func sampleLatency(ctx context.Context, p relayPath, ws *workspace, n int) (dura
 		_, err := p.run(ctx, script, sink)
 		done <- err
 	}()
+	samples, err := measureDots(w, sink, done, p.label(), n)
+	if err != nil {
+		return nil, err
+	}
+	w.Close()
+	if err := <-done; err != nil {
+		return nil, fmt.Errorf("%s: %w", p.label(), err)
+	}
+	return samples, nil
+}
+
+// measureDots writes a line to w (the script's FIFO) n+1 times and times
+// each dot arriving at sink; the first, which also waits for the path to
+// start, is not a sample. done delivers the path's end.
+func measureDots(w io.Writer, sink *stampSink, done <-chan error, label string, n int) (durations, error) {
 	trigger := func(timeout time.Duration) (time.Duration, error) {
 		start := time.Now()
 		if _, err := w.Write([]byte("\n")); err != nil {
@@ -54,17 +70,16 @@ func sampleLatency(ctx context.Context, p relayPath, ws *workspace, n int) (dura
 		select {
 		case st := <-sink.ch:
 			if st.data != "." {
-				return 0, fmt.Errorf("%s: got %q, want one dot per write", p.label(), st.data)
+				return 0, fmt.Errorf("%s: got %q, want one dot per write", label, st.data)
 			}
 			return st.at.Sub(start), nil
 		case err := <-done:
-			return 0, fmt.Errorf("%s ended early: %w", p.label(), errors.Join(err, errors.New("no dot")))
+			return 0, fmt.Errorf("%s ended early: %w", label, errors.Join(err, errors.New("no dot")))
 		case <-time.After(timeout):
-			return 0, fmt.Errorf("%s: no dot within %s", p.label(), timeout)
+			return 0, fmt.Errorf("%s: no dot within %s", label, timeout)
 		}
 	}
-	// The first dot also waits for the path to start: not a sample.
-	if _, err := trigger(time.Minute); err != nil {
+	if _, err := trigger(5 * time.Minute); err != nil {
 		return nil, err
 	}
 	var samples durations
@@ -77,10 +92,6 @@ func sampleLatency(ctx context.Context, p relayPath, ws *workspace, n int) (dura
 			return nil, err
 		}
 		samples = append(samples, d)
-	}
-	w.Close()
-	if err := <-done; err != nil {
-		return nil, fmt.Errorf("%s: %w", p.label(), err)
 	}
 	return samples, nil
 }

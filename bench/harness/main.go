@@ -23,7 +23,9 @@
 //
 // The harness is also its own GitLab read-logs emulation: invoked as
 // `harness read-logs PATH` it follows PATH the way GitLab Runner's helper
-// does (see gitlab.go).
+// does (see gitlab.go); and `harness kube-jobs KUBECONFIG N` runs N jobs at
+// once on a cluster through client/kube (kube.go), in a process of its own
+// so its memory can be measured alone.
 package main
 
 import (
@@ -32,6 +34,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 )
 
@@ -49,6 +52,18 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == kubeJobsCommand {
+		n, err := strconv.Atoi(os.Args[len(os.Args)-1])
+		if len(os.Args) != 4 || err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "usage: harness kube-jobs KUBECONFIG N")
+			os.Exit(2)
+		}
+		if err := kubeJobs(ctx, os.Args[2], n, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "kube-jobs:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg, err := loadConfig(os.Args[1:], os.Getenv)
 	if err != nil {
