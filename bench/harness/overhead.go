@@ -117,7 +117,7 @@ func tetherJob(ctx context.Context, cfg *config, script string, n int) (outcome,
 	if err != nil {
 		return outcome{}, err
 	}
-	return outcome{wall: d, relayCPU: self + own - own0 + kids - kids0}, nil
+	return outcome{wall: d, relayCPU: self + own - own0 + kids - kids0, shimCPU: own - own0, clientCPU: self}, nil
 }
 
 func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logger) (*section, error) {
@@ -166,8 +166,9 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 	sec := &section{title: "Per-script overhead"}
 	sec.notes = append(sec.notes, fmt.Sprintf(
 		"N = %d trivial scripts (`true`) run one after the other, %d rounds with the variants interleaved. "+
-			"Wall time per script: **best** round (the least disturbed by the machine's other load) and median round; the verdict uses the best. "+
-			"CPU per script: median round's CPU time of everything involved (the shell running the script included), per script — independent of load. "+
+			"Wall time per script: **best** round (the least disturbed by the machine's other load) and median round. "+
+			"CPU per script: median round's CPU time of everything involved (the shell running the script included), per script — much less sensitive to load. "+
+			"The verdict needs both the best-round wall overhead and the CPU overhead within the target (on a loaded machine the wall figure alone can even come out negative). "+
 			"Overhead = variant − its baseline. Tether and its baseline both run scripts with %s. "+
 			"The GitLab emulation's overhead is its trap + `tee` pipeline only; the real GitLab runner also waits for read-logs' 500 ms poll to see each exit code, which is not counted here.",
 		n, cfg.repeat, cfg.shell))
@@ -183,13 +184,19 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 	gw, gc := over(shellGitlab, shellPlain)
 	t.add(shellGitlab.label, ms(shellGitlab.best(n)), ms(shellGitlab.median(n)), ms(shellGitlab.cpu(n)), gw, gc)
 	sec.tabs = append(sec.tabs, t)
-	tOver := tether.best(n) - direct.best(n)
+	tOver, tCPU := tether.best(n)-direct.best(n), tether.cpu(n)-direct.cpu(n)
+	var shimCPU, clientCPU durations
+	for _, o := range tether.runs {
+		shimCPU, clientCPU = append(shimCPU, o.shimCPU), append(clientCPU, o.clientCPU)
+	}
+	sec.notes = append(sec.notes, fmt.Sprintf("Tether's CPU per script splits into tether-shim itself %s and the client session (this process) %s; the rest is the shell running the script.",
+		ms(shimCPU.median()/time.Duration(n)), ms(clientCPU.median()/time.Duration(n))))
 	sec.goals = append(sec.goals, goal{
-		measure:  "per-script overhead (N = " + fmt.Sprint(n) + ", best round)",
-		tether:   tw + " wall, " + tc + " CPU",
+		measure:  "per-script overhead (N = " + fmt.Sprint(n) + ")",
+		tether:   tw + " wall (best round), " + tc + " CPU",
 		baseline: "GitLab emulation " + gw + " wall, " + gc + " CPU",
 		target:   "≤ +0.3 ms",
-		verdict:  verdict(tOver <= 300*time.Microsecond),
+		verdict:  verdict(tOver <= 300*time.Microsecond && tCPU <= 300*time.Microsecond),
 	})
 	return sec, nil
 }

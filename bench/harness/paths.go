@@ -20,6 +20,9 @@ type outcome struct {
 	// relayCPU is the CPU time of the relay alone (user+system): the
 	// relay processes and this process's reading side, not the script.
 	relayCPU time.Duration
+	// shimCPU and clientCPU split a tether run's CPU time between the
+	// shim process (itself, not its scripts) and this process.
+	shimCPU, clientCPU time.Duration
 }
 
 // relayPath carries a script's output to a writer.
@@ -131,7 +134,7 @@ func (p tetherPath) run(ctx context.Context, script string, out io.Writer) (outc
 	if cpuErr != nil {
 		return outcome{}, cpuErr
 	}
-	return outcome{wall: wall, relayCPU: shimCPU - shimCPU0 + selfUsed}, nil
+	return outcome{wall: wall, relayCPU: shimCPU - shimCPU0 + selfUsed, shimCPU: shimCPU - shimCPU0, clientCPU: selfUsed}, nil
 }
 
 // startAll starts every command or none.
