@@ -104,3 +104,41 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncodeDecode is both ends together: the shim's encoder and the
+// client's decoder, one after the other on the same bytes.
+func BenchmarkEncodeDecode(b *testing.B) {
+	for _, s := range benchShapes() {
+		b.Run(s.name, func(b *testing.B) {
+			size := shapeSize(s)
+			b.SetBytes(size)
+			b.ReportAllocs()
+			var stream []byte
+			r := bytes.NewReader(nil)
+			dec := NewDecoder(r)
+			for b.Loop() {
+				enc := NewEncoder()
+				stream = stream[:0]
+				for _, c := range s.chunks {
+					stream = enc.AppendOutput(stream, c)
+				}
+				r.Reset(stream)
+				*dec = Decoder{r: r, rbuf: dec.rbuf, buf: dec.buf}
+				var n int64
+				for {
+					rec, err := dec.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += int64(len(rec.Payload))
+				}
+				if n != size {
+					b.Fatalf("decoded %d bytes, want %d", n, size)
+				}
+			}
+		})
+	}
+}

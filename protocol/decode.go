@@ -25,27 +25,34 @@ func Parse(line, buf []byte) (Record, []byte, error) {
 	if i := bytes.IndexByte(line, '\n'); i >= 0 && i != len(line)-1 {
 		return Record{}, buf, fmt.Errorf("%w: %q holds more than one line", ErrMalformed, clip(line))
 	}
-	return parse(line, buf)
+	var rec Record
+	buf, err := parse(&rec, line, buf)
+	if err != nil {
+		return Record{}, buf, err
+	}
+	return rec, buf, nil
 }
 
 // parse is Parse for a line known to hold no newline before its last byte
-// (the Decoder's lines).
-func parse(line, buf []byte) (Record, []byte, error) {
+// (the Decoder's lines). It fills *rec (which holds garbage after an
+// error) rather than returning a Record: results that big do not fit in
+// registers, and the copies cost as much as the parsing.
+func parse(rec *Record, line, buf []byte) ([]byte, error) {
 	n := len(line)
 	if n == 0 || line[n-1] != '\n' {
-		return Record{}, buf, fmt.Errorf("%w: no trailing newline", ErrMalformed)
+		return buf, fmt.Errorf("%w: no trailing newline", ErrMalformed)
 	}
 	if n > MaxRecord {
-		return Record{}, buf, fmt.Errorf("%w: %d bytes exceeds the %d-byte limit", ErrMalformed, n, MaxRecord)
+		return buf, fmt.Errorf("%w: %d bytes exceeds the %d-byte limit", ErrMalformed, n, MaxRecord)
 	}
 	if n < 5 || line[1] != ' ' {
-		return Record{}, buf, fmt.Errorf("%w: %q does not start with \"TYPE SEQ \"", ErrMalformed, clip(line))
+		return buf, fmt.Errorf("%w: %q does not start with \"TYPE SEQ \"", ErrMalformed, clip(line))
 	}
 	t := Type(line[0])
 	if !t.Known() {
-		return Record{}, buf, fmt.Errorf("%w %s: %w (is the shim newer than this client?)", ErrMalformed, t, ErrUnknownType)
+		return buf, fmt.Errorf("%w %s: %w (is the shim newer than this client?)", ErrMalformed, t, ErrUnknownType)
 	}
-	rec := Record{Type: t, Size: n, Seq: Unsequenced}
+	*rec = Record{Type: t, Size: n, Seq: Unsequenced}
 	// The sequence field: a decimal offset without leading zeros, or "-"
 	// for unsequenced types; then one space. line[n-1] is the newline, so
 	// the scan always stops inside line.
@@ -56,13 +63,13 @@ func parse(line, buf []byte) (Record, []byte, error) {
 		}
 		switch {
 		case i == 2 && line[i] == ' ':
-			return Record{}, buf, fmt.Errorf("%w: %q has no sequence field", ErrMalformed, clip(line))
+			return buf, fmt.Errorf("%w: %q has no sequence field", ErrMalformed, clip(line))
 		case line[i] != ' ':
-			return Record{}, buf, fmt.Errorf("%w: %q: sequence is not a decimal number followed by a space", ErrMalformed, clip(line))
+			return buf, fmt.Errorf("%w: %q: sequence is not a decimal number followed by a space", ErrMalformed, clip(line))
 		case line[2] == '0' && i > 3:
-			return Record{}, buf, fmt.Errorf("%w: %q: sequence has a leading zero", ErrMalformed, clip(line))
+			return buf, fmt.Errorf("%w: %q: sequence has a leading zero", ErrMalformed, clip(line))
 		case i-2 > 18 && !fitsInt64(line[2:i]):
-			return Record{}, buf, fmt.Errorf("%w: %q: sequence out of range", ErrMalformed, clip(line))
+			return buf, fmt.Errorf("%w: %q: sequence out of range", ErrMalformed, clip(line))
 		}
 		var seq int64 // at most 19 digits that fit: no overflow
 		for _, c := range line[2:i] {
@@ -72,7 +79,7 @@ func parse(line, buf []byte) (Record, []byte, error) {
 	} else {
 		if line[2] != '-' || line[3] != ' ' {
 			end := 2 + max(bytes.IndexByte(line[2:n-1], ' '), 0)
-			return Record{}, buf, fmt.Errorf("%w: unsequenced %s record has sequence %q, want \"-\"", ErrMalformed, t, line[2:end])
+			return buf, fmt.Errorf("%w: unsequenced %s record has sequence %q, want \"-\"", ErrMalformed, t, line[2:end])
 		}
 		i = 3
 	}
@@ -85,12 +92,12 @@ func parse(line, buf []byte) (Record, []byte, error) {
 			} else {
 				rec.Payload = payload
 			}
-			return rec, buf, nil
+			return buf, nil
 		}
 		var err error
 		buf, err = appendUnescaped(buf[:0], payload)
 		if err != nil {
-			return Record{}, buf, fmt.Errorf("%w: %w", ErrMalformed, err)
+			return buf, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 		if t == TypeOutput {
 			buf = append(buf, '\n')
@@ -98,11 +105,11 @@ func parse(line, buf []byte) (Record, []byte, error) {
 		rec.Payload = buf
 	default:
 		if len(payload) < 2 || payload[0] != '{' || payload[len(payload)-1] != '}' {
-			return Record{}, buf, fmt.Errorf("%w: %s record payload is not a JSON object", ErrMalformed, t)
+			return buf, fmt.Errorf("%w: %s record payload is not a JSON object", ErrMalformed, t)
 		}
 		rec.Payload = payload
 	}
-	return rec, buf, nil
+	return buf, nil
 }
 
 // fitsInt64 reports whether the decimal digits in b (no leading zeros) are at
@@ -152,9 +159,12 @@ func (d *Decoder) Next() (Record, error) {
 				d.skipping = false
 				continue
 			}
-			rec, buf, err := parse(line, d.buf)
-			d.buf = buf
-			return rec, err
+			var rec Record
+			var err error
+			if d.buf, err = parse(&rec, line, d.buf); err != nil {
+				return Record{}, err
+			}
+			return rec, nil
 		}
 		d.scanned = d.end
 		if d.err != nil {

@@ -39,7 +39,16 @@ func appendHeader(dst []byte, t Type, seq int64) []byte {
 	dst[l], dst[l+1] = byte(t), ' '
 	i := l + 2 + n
 	dst[i] = ' '
-	for u >= 100 {
+	// Four digits per step keeps the chain of dependent divisions short.
+	for u >= 10000 {
+		q := u / 10000
+		r := u - q*10000
+		hi, lo := 2*(r/100), 2*(r%100)
+		i -= 4
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = digitPairs[hi], digitPairs[hi+1], digitPairs[lo], digitPairs[lo+1]
+		u = q
+	}
+	if u >= 100 {
 		q := u / 100
 		r := 2 * (u - q*100)
 		i -= 2
