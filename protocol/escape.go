@@ -79,10 +79,16 @@ func special(x uint64) uint64 {
 // stays within limit bytes. It returns the extended slice and the number of
 // source bytes consumed.
 func appendEscaped(dst, src []byte, limit int) ([]byte, int) {
+	// Write into spare capacity up to limit with no append per byte.
+	if cap(dst) < limit {
+		dst = slices.Grow(dst, limit-len(dst))
+	}
+	out := dst[:limit]
+	w := len(dst)
 	i := 0
 	for i < len(src) {
 		b := src[i]
-		room := limit - len(dst)
+		room := limit - w
 		if plain[b] {
 			if room <= 0 {
 				break
@@ -97,42 +103,43 @@ func appendEscaped(dst, src []byte, limit int) ([]byte, int) {
 			if j == i+8 {
 				j += plainPrefix(src[j:end])
 			}
-			dst = append(dst, src[i:j]...)
+			w += copy(out[w:], src[i:j])
 			i = j
 			continue
 		}
-		size := 1
 		switch {
 		case b == '\\' || b == '\r':
 			if room < 2 {
-				return dst, i
+				return out[:w], i
 			}
 			c := byte('\\')
 			if b == '\r' {
 				c = 'r'
 			}
-			dst = append(dst, '\\', c)
-		case b >= 0xc2 && b <= 0xf4: // may start a valid multi-byte character
+			out[w], out[w+1] = '\\', c
+			w += 2
+			i++
+			continue
+		case b >= 0xc2 && b <= 0xf4 && i+1 < len(src) && src[i+1]&0xc0 == 0x80:
+			// May start a valid multi-byte character (a lead byte followed
+			// by a continuation byte); DecodeRune has the final word.
 			if r, n := utf8.DecodeRune(src[i:]); r != utf8.RuneError || n > 1 {
-				size = n
-			}
-			fallthrough
-		default:
-			if size > 1 {
-				if room < size {
-					return dst, i
+				if room < n {
+					return out[:w], i
 				}
-				dst = append(dst, src[i:i+size]...)
-			} else {
-				if room < 4 {
-					return dst, i
-				}
-				dst = append(dst, '\\', 'x', hexDigits[b>>4], hexDigits[b&0xf])
+				w += copy(out[w:], src[i:i+n])
+				i += n
+				continue
 			}
 		}
-		i += size
+		if room < 4 {
+			return out[:w], i
+		}
+		out[w], out[w+1], out[w+2], out[w+3] = '\\', 'x', hexDigits[b>>4], hexDigits[b&0xf]
+		w += 4
+		i++
 	}
-	return dst, i
+	return out[:w], i
 }
 
 // errBadEscape is returned for a backslash sequence the encoder never writes.
@@ -179,9 +186,8 @@ func appendUnescaped(dst, src []byte) ([]byte, error) {
 			if i+3 >= len(src) {
 				return dst, errBadEscape
 			}
-			hi, ok1 := unhex(src[i+2])
-			lo, ok2 := unhex(src[i+3])
-			if !ok1 || !ok2 {
+			hi, lo := hexValue[src[i+2]], hexValue[src[i+3]]
+			if hi|lo > 0xf {
 				return dst, errBadEscape
 			}
 			out[w] = hi<<4 | lo
@@ -193,6 +199,18 @@ func appendUnescaped(dst, src []byte) ([]byte, error) {
 	}
 	return dst[:len(dst)+w], nil
 }
+
+// hexValue maps a hex digit to its value and every other byte to 0xff.
+var hexValue = func() (t [256]byte) {
+	for c := range t {
+		v, ok := unhex(byte(c))
+		if !ok {
+			v = 0xff
+		}
+		t[c] = v
+	}
+	return t
+}()
 
 func unhex(c byte) (byte, bool) {
 	switch {
