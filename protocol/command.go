@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -229,7 +230,7 @@ func (r *CommandReader) readLine() (line []byte, torn *CommandError, err error) 
 			r.raw = append(r.raw, chunk[:min(len(chunk), 256-len(r.raw))]...)
 		}
 		if i := bytes.LastIndexByte(chunk, Reset); i >= 0 {
-			tornText = tornText || text || !blank(chunk[:i])
+			tornText = tornText || text || !blankOrReset(chunk[:i])
 			tornLen = read + i
 			r.line, size, text = r.line[:0], 0, false
 			read += i + 1
@@ -269,6 +270,13 @@ func (r *CommandReader) readLine() (line []byte, torn *CommandError, err error) 
 
 // blank reports whether b holds only white space; blank lines are skipped.
 func blank(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }
+
+// blankOrReset reports whether b holds only white space and Reset bytes:
+// text before a Reset that is no torn command (a client may send Reset
+// twice).
+func blankOrReset(b []byte) bool {
+	return len(bytes.TrimFunc(b, func(r rune) bool { return r == Reset || unicode.IsSpace(r) })) == 0
+}
 
 func clipString(b []byte) string {
 	if len(b) > 200 {

@@ -195,6 +195,7 @@ func TestCommandReader(t *testing.T) {
 		{"several resets: the last one wins", can + "/a" + can + "/b" + can + "/c\n",
 			[]cmdStep{{err: "torn", input: "/a" + can + "/b"}, run("/c"), {eof: true}}},
 		{"blank text before reset is not torn", "  " + can + "/a\n", []cmdStep{run("/a"), {eof: true}}},
+		{"repeated resets are not torn", can + can + "/a\n" + can + " " + can + "\t" + can + "/b\n", []cmdStep{run("/a"), run("/b"), {eof: true}}},
 		{"torn line at EOF", "/a\n" + can + "/half",
 			[]cmdStep{run("/a"), {err: "without a newline", input: "/half"}, {eof: true}, {eof: true}}},
 		{"torn text and reset at EOF", "/a\n/half" + can,
