@@ -29,7 +29,7 @@ func runHelper() bool {
 			}
 		}
 	case "spawn-orphans":
-		// spawn-orphans N DEPTH: start N `sleep 30` processes (through DEPTH
+		// spawn-orphans N DEPTH: start N `sleep 600` processes (through DEPTH
 		// levels of helpers that exit at once) and exit without waiting, so
 		// all of them become orphans.
 		n, _ := strconv.Atoi(os.Args[1])
@@ -40,7 +40,7 @@ func runHelper() bool {
 			if depth > 1 {
 				_, err = os.StartProcess(os.Args[0], []string{os.Args[0], "1", strconv.Itoa(depth - 1)}, attr)
 			} else {
-				_, err = os.StartProcess("/bin/sleep", []string{"sleep", "30"}, attr)
+				_, err = os.StartProcess("/bin/sleep", []string{"sleep", "600"}, attr)
 			}
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
