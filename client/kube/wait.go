@@ -301,12 +301,28 @@ func (p *Pod) followEvents(ctx context.Context) {
 			}
 			continue
 		}
-		for ev := range watcher.ResultChan() {
+		followWatch(ctx, watcher, func(ev watch.Event) {
 			if e, ok := ev.Object.(*corev1.Event); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
 				log(e)
 			}
+		})
+	}
+}
+
+// followWatch calls fn for each event until the watch or ctx ends, then
+// stops the watch.
+func followWatch(ctx context.Context, w watch.Interface, fn func(watch.Event)) {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			fn(ev)
 		}
-		watcher.Stop()
 	}
 }
 

@@ -1,0 +1,164 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func podWith(phase corev1.PodPhase, mutate func(*corev1.PodStatus)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ci"}}
+	p.Status.Phase = phase
+	if mutate != nil {
+		mutate(&p.Status)
+	}
+	return p
+}
+
+func newWaiter() *waiter {
+	return &waiter{
+		pod:   &Pod{Namespace: "ci", Name: "p", Container: BuildContainer, Logger: slog.New(slog.DiscardHandler)},
+		opts:  WaitOptions{}.withDefaults(),
+		since: map[string]time.Time{},
+	}
+}
+
+func TestAssess(t *testing.T) {
+	now := time.Now()
+	running := func(s *corev1.PodStatus) {
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: BuildContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	}
+	waiting := func(name, reason string) func(*corev1.PodStatus) {
+		return func(s *corev1.PodStatus) {
+			s.ContainerStatuses = []corev1.ContainerStatus{{Name: name, Image: "img:1",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "details"}}}}
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		pod     *corev1.Pod
+		done    bool
+		errLike string
+	}{
+		{"pending", podWith(corev1.PodPending, nil), false, ""},
+		{"running", podWith(corev1.PodRunning, running), true, ""},
+		{"image pull", podWith(corev1.PodPending, waiting(BuildContainer, "ErrImagePull")), false, "cannot be pulled: ErrImagePull: details"},
+		{"backoff", podWith(corev1.PodPending, waiting(BuildContainer, "ImagePullBackOff")), false, "cannot be pulled"},
+		{"never pull", podWith(corev1.PodPending, waiting(InitContainer, "ErrImageNeverPull")), false, "cannot be pulled"},
+		{"init failed", podWith(corev1.PodPending, func(s *corev1.PodStatus) {
+			s.InitContainerStatuses = []corev1.ContainerStatus{{Name: InitContainer, Image: "helper",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 127, Reason: "Error"}}}}
+		}), false, "init container tether-init of pod ci/p failed with exit code 127"},
+		{"ended", podWith(corev1.PodSucceeded, nil), false, "ended before the job could start"},
+		{"config error once", podWith(corev1.PodPending, waiting(BuildContainer, "CreateContainerConfigError")), false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done, err := newWaiter().assess(tc.pod, now)
+			if done != tc.done {
+				t.Errorf("done = %v, want %v", done, tc.done)
+			}
+			switch {
+			case tc.errLike == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tc.errLike != "" && (err == nil || !strings.Contains(err.Error(), tc.errLike)):
+				t.Errorf("error %v, want one containing %q", err, tc.errLike)
+			}
+		})
+	}
+}
+
+func TestAssessLingeringProblems(t *testing.T) {
+	t0 := time.Now()
+	unsched := podWith(corev1.PodPending, func(s *corev1.PodStatus) {
+		s.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: insufficient cpu"}}
+	})
+	w := newWaiter()
+	if _, err := w.assess(unsched, t0); err != nil {
+		t.Fatalf("unschedulable at once: %v", err)
+	}
+	if _, err := w.assess(unsched, t0.Add(DefaultScheduleTimeout-time.Second)); err != nil {
+		t.Fatalf("unschedulable before the timeout: %v", err)
+	}
+	// Scheduled in between resets the clock.
+	if _, err := w.assess(podWith(corev1.PodPending, nil), t0.Add(DefaultScheduleTimeout-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.assess(unsched, t0.Add(DefaultScheduleTimeout)); err != nil {
+		t.Fatalf("unschedulable again, clock should restart: %v", err)
+	}
+	_, err := w.assess(unsched, t0.Add(2*DefaultScheduleTimeout+time.Second))
+	if err == nil || !strings.Contains(err.Error(), "insufficient cpu") {
+		t.Fatalf("unschedulable past the timeout: %v", err)
+	}
+
+	cfgErr := podWith(corev1.PodPending, func(s *corev1.PodStatus) {
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: BuildContainer,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "x" not found`}}}}
+	})
+	w = newWaiter()
+	if _, err := w.assess(cfgErr, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.assess(cfgErr, t0.Add(DefaultConfigErrorTimeout)); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("config error past its timeout: %v", err)
+	}
+}
+
+// TestWaitRunningFollowsWatch drives WaitRunning through a fake API: the
+// pod turns Running after a while, or fails to pull its image.
+func TestWaitRunningFollowsWatch(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		update  func(*corev1.PodStatus)
+		wantErr string
+	}{
+		{"running", func(s *corev1.PodStatus) {
+			s.Phase = corev1.PodRunning
+			s.ContainerStatuses = []corev1.ContainerStatus{{Name: BuildContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		}, ""},
+		{"pull error", func(s *corev1.PodStatus) {
+			s.ContainerStatuses = []corev1.ContainerStatus{{Name: BuildContainer, Image: "nope:1",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "back-off pulling"}}}}
+		}, "image nope:1 of container build cannot be pulled: ImagePullBackOff"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fakeCluster()
+			objs, err := Build(testSpec())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			p, err := Create(ctx, cs, objs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				pod, err := cs.CoreV1().Pods("ci").Get(ctx, p.Name, metav1.GetOptions{})
+				if err != nil {
+					return
+				}
+				tc.update(&pod.Status)
+				_, _ = cs.CoreV1().Pods("ci").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+			}()
+			start := time.Now()
+			err = p.WaitRunning(ctx, WaitOptions{Timeout: 10 * time.Second})
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("WaitRunning: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("WaitRunning: %v; want %q", err, tc.wantErr)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Fatalf("WaitRunning took %v to notice the change", took)
+			}
+		})
+	}
+}
