@@ -229,7 +229,7 @@ func kubeLatency(ctx context.Context, cfg *config, n *node, samples int) (durati
 		return nil, fmt.Errorf("latency job through attach: %w", err)
 	}
 	defer w.Close()
-	d, err := measureDots(w, sink, done, "tether through attach", samples)
+	d, err := measureDots(w, sink, done, "tether through attach", samples, shortPause)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,15 @@ import (
 	"time"
 )
 
+// shortPause spaces samples 5–25 ms apart at random, so they do not lock
+// into the phase of anybody's timer.
+func shortPause() time.Duration { return 5*time.Millisecond + rand.N(20*time.Millisecond) }
+
+// pollPause spaces the GitLab emulation's samples over a whole read-logs
+// poll period: a dot written right after the follower went to sleep waits
+// ~500 ms, one written just before it wakes almost nothing.
+func pollPause() time.Duration { return 5*time.Millisecond + rand.N(readLogsPoll) }
+
 // latencyScript prints one '.' (no newline) each time a line arrives on
 // the FIFO and ends when the FIFO's writer closes it.
 func latencyScript(ws *workspace, fifo string) (string, error) {
@@ -21,7 +30,7 @@ func latencyScript(ws *workspace, fifo string) (string, error) {
 // sampleLatency runs the latency script through p and returns n samples:
 // the time from writing a line to the FIFO (the script then prints a
 // dot) to the dot arriving at the writer.
-func sampleLatency(ctx context.Context, p relayPath, ws *workspace, n int) (durations, error) {
+func sampleLatency(ctx context.Context, p relayPath, ws *workspace, n int, pause func() time.Duration) (durations, error) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
 	fifo := ws.path("latency.fifo")
@@ -47,7 +56,7 @@ func sampleLatency(ctx context.Context, p relayPath, ws *workspace, n int) (dura
 		_, err := p.run(ctx, script, sink)
 		done <- err
 	}()
-	samples, err := measureDots(w, sink, done, p.label(), n)
+	samples, err := measureDots(w, sink, done, p.label(), n, pause)
 	if err != nil {
 		return nil, err
 	}
@@ -58,10 +67,10 @@ func sampleLatency(ctx context.Context, p relayPath, ws *workspace, n int) (dura
 	return samples, nil
 }
 
-// measureDots writes a line to w (the script's FIFO) n+1 times and times
-// each dot arriving at sink; the first, which also waits for the path to
-// start, is not a sample. done delivers the path's end.
-func measureDots(w io.Writer, sink *stampSink, done <-chan error, label string, n int) (durations, error) {
+// measureDots writes a line to w (the script's FIFO) n+1 times, pause()
+// apart, and times each dot arriving at sink; the first, which also waits
+// for the path to start, is not a sample. done delivers the path's end.
+func measureDots(w io.Writer, sink *stampSink, done <-chan error, label string, n int, pause func() time.Duration) (durations, error) {
 	trigger := func(timeout time.Duration) (time.Duration, error) {
 		start := time.Now()
 		if _, err := w.Write([]byte("\n")); err != nil {
@@ -84,9 +93,7 @@ func measureDots(w io.Writer, sink *stampSink, done <-chan error, label string, 
 	}
 	var samples durations
 	for range n {
-		// A random pause so the samples do not lock into the phase of
-		// anybody's timer.
-		time.Sleep(5*time.Millisecond + rand.N(20*time.Millisecond))
+		time.Sleep(pause())
 		d, err := trigger(30 * time.Second)
 		if err != nil {
 			return nil, err
@@ -101,8 +108,8 @@ func latencySection(ctx context.Context, cfg *config, ws *workspace, log *slog.L
 	sec := &section{title: "Partial-output latency"}
 	sec.notes = append(sec.notes, fmt.Sprintf(
 		"A script waits for a line on a FIFO and answers each with `printf .` (no newline). The harness writes the line and times until the dot reaches the path's writer "+
-			"(for tether: `client.Run`'s Options.Output, through tether-shim and the local backend). %d samples per path (%d for the GitLab emulation, whose samples take ~250 ms each), "+
-			"5–25 ms apart at random. The shim's partial-line flush delay is its default, 20 ms.", cfg.latency, gitlabSamples))
+			"(for tether: `client.Run`'s Options.Output, through tether-shim and the local backend). %d samples per path (%d for the GitLab emulation, whose samples take ~500 ms each), "+
+			"5–25 ms apart at random (the GitLab emulation's 5–505 ms apart, uniformly over its 500 ms poll period). The shim's partial-line flush delay is its default, 20 ms.", cfg.latency, gitlabSamples))
 	t := &table{head: []string{"path", "samples", "p50", "p90", "p99", "max"}}
 	type result struct {
 		p relayPath
@@ -114,11 +121,11 @@ func latencySection(ctx context.Context, cfg *config, ws *workspace, log *slog.L
 		tetherPath{shim: cfg.shim, shell: cfg.shell},
 		gitlabPath{self: cfg.self, shell: cfg.shell, ws: ws},
 	} {
-		n := cfg.latency
+		n, pause := cfg.latency, shortPause
 		if _, ok := p.(gitlabPath); ok {
-			n = gitlabSamples
+			n, pause = gitlabSamples, pollPause
 		}
-		d, err := sampleLatency(ctx, p, ws, n)
+		d, err := sampleLatency(ctx, p, ws, n, pause)
 		if err != nil {
 			return nil, err
 		}

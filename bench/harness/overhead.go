@@ -124,6 +124,7 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
 	n := cfg.scripts
+	nG := max(n/5, min(n, 50)) // the emulation's pipeline is slow: fewer scripts
 	script, err := ws.script("true.sh", "#!/bin/sh\ntrue\n")
 	if err != nil {
 		return nil, err
@@ -137,8 +138,8 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 
 	direct := &overheadVariant{label: "`" + cfg.shell + " true.sh` × N, spawned by this process (baseline)"}
 	tether := &overheadVariant{label: "tether: one job of N scripts through tether-shim (local backend, session included)"}
-	shellPlain := &overheadVariant{label: "one shell fed N lines `sh true.sh` (baseline of the emulation)"}
-	shellGitlab := &overheadVariant{label: "GitLab emulation: one shell fed N lines `sh true.sh.gitlab 2>&1 | tee -a LOG` (trap inside)"}
+	shellPlain := &overheadVariant{label: fmt.Sprintf("one shell fed %d lines `sh true.sh` (baseline of the emulation)", nG)}
+	shellGitlab := &overheadVariant{label: fmt.Sprintf("GitLab emulation: one shell fed %d lines `sh true.sh.gitlab 2>&1 | tee -a LOG` (trap inside)", nG)}
 	for r := range cfg.repeat {
 		for _, step := range []struct {
 			v   *overheadVariant
@@ -147,10 +148,10 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 			{direct, func() (outcome, error) { return directRuns(ctx, cfg.shell, script, n) }},
 			{tether, func() (outcome, error) { return tetherJob(ctx, cfg, script, n) }},
 			{shellPlain, func() (outcome, error) {
-				return shellRuns(ctx, cfg.shell, "sh "+shellQuote(script)+" </dev/null", n)
+				return shellRuns(ctx, cfg.shell, "sh "+shellQuote(script)+" </dev/null", nG)
 			}},
 			{shellGitlab, func() (outcome, error) {
-				return shellRuns(ctx, cfg.shell, "sh "+shellQuote(wrapped)+" </dev/null 2>&1 | tee -a "+shellQuote(logPath)+" >/dev/null", n)
+				return shellRuns(ctx, cfg.shell, "sh "+shellQuote(wrapped)+" </dev/null 2>&1 | tee -a "+shellQuote(logPath)+" >/dev/null", nG)
 			}},
 		} {
 			oc, err := step.run()
@@ -161,7 +162,7 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 		}
 		log.Info("overhead", "round", r+1,
 			"direct/script", direct.runs[r].wall/time.Duration(n), "tether/script", tether.runs[r].wall/time.Duration(n),
-			"shell/script", shellPlain.runs[r].wall/time.Duration(n), "gitlab-emulation/script", shellGitlab.runs[r].wall/time.Duration(n))
+			"shell/script", shellPlain.runs[r].wall/time.Duration(nG), "gitlab-emulation/script", shellGitlab.runs[r].wall/time.Duration(nG))
 	}
 	sec := &section{title: "Per-script overhead"}
 	sec.notes = append(sec.notes, fmt.Sprintf(
@@ -173,16 +174,16 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 			"The GitLab emulation's overhead is its trap + `tee` pipeline only; the real GitLab runner also waits for read-logs' 500 ms poll to see each exit code, which is not counted here.",
 		n, cfg.repeat, cfg.shell))
 	t := &table{head: []string{"variant", "wall/script, best", "wall/script, median", "CPU/script", "overhead: wall (best)", "overhead: CPU"}}
-	over := func(v, base *overheadVariant) (string, string) {
+	over := func(v, base *overheadVariant, n int) (string, string) {
 		return fmt.Sprintf("%+.3f ms", float64(v.best(n)-base.best(n))/float64(time.Millisecond)),
 			fmt.Sprintf("%+.3f ms", float64(v.cpu(n)-base.cpu(n))/float64(time.Millisecond))
 	}
 	t.add(direct.label, ms(direct.best(n)), ms(direct.median(n)), ms(direct.cpu(n)), "", "")
-	tw, tc := over(tether, direct)
+	tw, tc := over(tether, direct, n)
 	t.add(tether.label, ms(tether.best(n)), ms(tether.median(n)), ms(tether.cpu(n)), tw, tc)
-	t.add(shellPlain.label, ms(shellPlain.best(n)), ms(shellPlain.median(n)), ms(shellPlain.cpu(n)), "", "")
-	gw, gc := over(shellGitlab, shellPlain)
-	t.add(shellGitlab.label, ms(shellGitlab.best(n)), ms(shellGitlab.median(n)), ms(shellGitlab.cpu(n)), gw, gc)
+	t.add(shellPlain.label, ms(shellPlain.best(nG)), ms(shellPlain.median(nG)), ms(shellPlain.cpu(nG)), "", "")
+	gw, gc := over(shellGitlab, shellPlain, nG)
+	t.add(shellGitlab.label, ms(shellGitlab.best(nG)), ms(shellGitlab.median(nG)), ms(shellGitlab.cpu(nG)), gw, gc)
 	sec.tabs = append(sec.tabs, t)
 	tOver, tCPU := tether.best(n)-direct.best(n), tether.cpu(n)-direct.cpu(n)
 	var shimCPU, clientCPU durations
