@@ -40,8 +40,11 @@ const (
 	InitContainer = "tether-init"
 	// ScriptsDir is where the scripts ConfigMap is mounted.
 	ScriptsDir = "/tether/scripts"
-	// ShimPath is where the init container puts tether-shim.
+	// ShimPath is where the build container finds tether-shim.
 	ShimPath = "/tether/bin/tether-shim"
+	// InitMountPath is where the init container mounts the shared emptyDir
+	// (the helper image has a /tether file of its own: the tether CLI).
+	InitMountPath = "/mnt/tether"
 	// SpoolDir keeps the shim's whole record stream for resume.
 	SpoolDir = "/tether/spool"
 	// PodInfoDir is the downward-API volume with the pod's annotations.

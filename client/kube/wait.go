@@ -268,12 +268,13 @@ func (p *Pod) followEvents(ctx context.Context) {
 		sel["involvedObject.uid"] = string(p.UID)
 	}
 	opts := metav1.ListOptions{FieldSelector: sel.AsSelector().String()}
-	seen := map[string]int32{}
+	seen := map[string]bool{} // repeats of an event (same reason and message) are logged once
 	log := func(ev *corev1.Event) {
-		if seen[ev.Name] == ev.Count && ev.Count != 0 {
+		key := ev.Type + "\x00" + ev.Reason + "\x00" + ev.Message
+		if seen[key] {
 			return
 		}
-		seen[ev.Name] = ev.Count
+		seen[key] = true
 		attrs := []any{"pod", p.Namespace + "/" + p.Name, "reason", ev.Reason, "message", ev.Message}
 		if ev.Type == corev1.EventTypeWarning {
 			p.Logger.Warn("pod event", attrs...)

@@ -136,6 +136,10 @@ func (h debugHandler) Enabled(ctx context.Context, _ slog.Level) bool {
 }
 
 func (h debugHandler) Handle(ctx context.Context, r slog.Record) error {
+	// logr hands errors over without asking Enabled first.
+	if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+		return nil
+	}
 	r.Level = slog.LevelDebug
 	return h.Handler.Handle(ctx, r)
 }
