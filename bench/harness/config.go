@@ -22,6 +22,7 @@ type config struct {
 	repeat   int    // runs per measurement
 	latency  int    // latency samples per path
 	scripts  int    // scripts per overhead run
+	nodeJobs int    // concurrent jobs on the real node
 	only     map[string]bool
 	// relayPaths limits the relay section's paths (the cat baseline
 	// always runs); empty means all.
@@ -86,6 +87,7 @@ func loadConfig(args []string, getenv func(string) string) (*config, error) {
 	c.repeat = count("BENCH_REPEAT", "3")
 	c.latency = count("BENCH_LAT_SAMPLES", "200")
 	c.scripts = count("BENCH_SCRIPTS", "1000")
+	c.nodeJobs = count("BENCH_NODE_JOBS", "100")
 	c.shell = env("BENCH_SHELL", "/bin/sh")
 	if _, err := os.Stat(c.shell); err != nil {
 		errs = append(errs, fmt.Errorf("BENCH_SHELL %s: %w", c.shell, err))

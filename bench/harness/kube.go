@@ -142,9 +142,9 @@ func kubeJobs(ctx context.Context, kubeconfig string, n int, w io.Writer) error 
 }
 
 // concurrentJobs runs `harness kube-jobs` as its own process (so its peak
-// RSS is the client's alone) with 100 jobs.
+// RSS is the client's alone) with cfg.nodeJobs jobs.
 func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger) (*section, error) {
-	const jobs = 100
+	jobs := cfg.nodeJobs
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cfg.self, kubeJobsCommand, n.kubeconfig, strconv.Itoa(jobs))
@@ -167,7 +167,7 @@ func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger)
 	}
 	log.Info("concurrent jobs", "jobs", jobs, "exact", rep.Exact, "wall", time.Duration(rep.WallMS)*time.Millisecond, "max_rss", mib(maxRSS))
 	sec := &section{}
-	t := &table{head: []string{"100 concurrent echo jobs, one process (client/kube)", "value"}}
+	t := &table{head: []string{fmt.Sprintf("%d concurrent jobs, one process (client/kube)", jobs), "value"}}
 	t.add("outputs exact", fmt.Sprintf("%d of %d", rep.Exact, rep.Jobs))
 	t.add("wall time, all jobs", ms(time.Duration(rep.WallMS)*time.Millisecond))
 	t.add("per job p50 / max", ms(per.percentile(50))+" / "+ms(per.max()))
@@ -177,7 +177,7 @@ func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger)
 		sec.notes = append(sec.notes, "concurrent job error: "+e)
 	}
 	sec.goals = append(sec.goals, goal{
-		measure:  "100 concurrent jobs, one process",
+		measure:  fmt.Sprintf("%d concurrent jobs, one process", jobs),
 		tether:   fmt.Sprintf("%d/%d exact, %s, peak RSS %s", rep.Exact, rep.Jobs, ms(time.Duration(rep.WallMS)*time.Millisecond), mib(maxRSS)),
 		baseline: "—",
 		target:   "all outputs exact; RSS reported",

@@ -82,33 +82,78 @@ func randomName(prefix string) string {
 
 func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logger) (*section, error) {
 	sec := &section{title: "Real node (scripts/e2e-cluster-up.sh)"}
+	echoGoal := "e2e echo job vs `kubectl run --rm -i`"
+	latGoal := "partial-output latency through real attach"
+	concGoal := fmt.Sprintf("%d concurrent jobs, one process", cfg.nodeJobs)
 	n, why := findNode(ctx, cfg, os.Getenv)
 	if n == nil {
 		skip := "skipped: no node"
 		sec.notes = append(sec.notes, "**Skipped: no node** — "+why+". These rows are not CI-gated; run `scripts/e2e-cluster-up.sh` (and `make images`) first to measure them.")
 		sec.goals = append(sec.goals,
-			goal{measure: "e2e echo job vs `kubectl run --rm -i`", tether: "—", baseline: "—", target: "≤ 1.1×", verdict: skip},
-			goal{measure: "100 concurrent jobs, one process", tether: "—", baseline: "—", target: "all outputs exact; RSS reported", verdict: skip},
-			goal{measure: "partial-output latency through real attach", tether: "—", baseline: "—", target: "p99 ≤ 100 ms", verdict: skip},
+			goal{measure: echoGoal, tether: "—", baseline: "—", target: "≤ 1.1×", verdict: skip},
+			goal{measure: latGoal, tether: "—", baseline: "—", target: "p99 ≤ 100 ms", verdict: skip},
+			goal{measure: concGoal, tether: "—", baseline: "—", target: "all outputs exact; RSS reported", verdict: skip},
 		)
 		return sec, nil
 	}
 	log.Info("node found", "kubeconfig", n.kubeconfig)
+	sec.notes = append(sec.notes, fmt.Sprintf("Echo job: both are whole CLI invocations (process start, pod create, wait, attach, output, delete), %d rounds interleaved; median. "+
+		"Latency: as in the local measurement, with the FIFO made in the pod's emptyDir from the node's side (%d samples). "+
+		"Concurrency: `harness kube-jobs` in its own process runs %d jobs at once through client/kube, each printing 200 numbered lines and a partial last line, compared byte for byte. "+
+		"A measurement that fails is reported as FAILED with its error; the others still run.", cfg.repeat, cfg.latency, cfg.nodeJobs))
+	// failed records a measurement that could not be made.
+	failed := func(measure, target string, err error) {
+		log.Error("node measurement failed", "measure", measure, "err", err)
+		sec.notes = append(sec.notes, "**"+measure+" FAILED:** "+tailOf([]byte(err.Error()), 800))
+		sec.goals = append(sec.goals, goal{measure: measure, tether: "—", baseline: "—", target: target, verdict: "FAILED (see below)"})
+	}
+
+	if err := echoJobs(ctx, cfg, n, ws, sec, log); err != nil {
+		failed(echoGoal, "≤ 1.1×", err)
+	}
+	if lat, err := kubeLatency(ctx, cfg, n, cfg.latency); err != nil {
+		failed(latGoal, "p99 ≤ 100 ms", err)
+	} else {
+		lt := &table{head: []string{"partial-output latency through attach", "samples", "p50", "p90", "p99", "max"}}
+		lt.add("tether (client/kube attach)", fmt.Sprint(len(lat)), ms(lat.percentile(50)), ms(lat.percentile(90)), ms(lat.percentile(99)), ms(lat.max()))
+		sec.tabs = append(sec.tabs, lt)
+		sec.goals = append(sec.goals, goal{
+			measure:  latGoal,
+			tether:   fmt.Sprintf("p50 %s, p99 %s", ms(lat.percentile(50)), ms(lat.percentile(99))),
+			baseline: "—",
+			target:   "p99 ≤ 100 ms",
+			verdict:  verdict(lat.percentile(99) <= 100*time.Millisecond),
+		})
+	}
+	if conc, err := concurrentJobs(ctx, cfg, n, log); err != nil {
+		failed(concGoal, "all outputs exact; RSS reported", err)
+	} else {
+		sec.goals = append(sec.goals, conc.goals...)
+		sec.tabs = append(sec.tabs, conc.tabs...)
+		sec.notes = append(sec.notes, conc.notes...)
+	}
+	return sec, nil
+}
+
+// echoJobs times an echo job through `tether run --image` against `kubectl
+// run --rm -i`, interleaved, and adds the results to sec.
+func echoJobs(ctx context.Context, cfg *config, n *node, ws *workspace, sec *section, log *slog.Logger) error {
 	echo, err := ws.script("echo.sh", "#!/bin/sh\necho hello\n")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	const want = "hello\n"
 	var tetherRuns, kubectlRuns durations
+	lost := 0
 	for r := range cfg.repeat {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		out, d, err := timedOutput(exec.CommandContext(rctx, cfg.tether, "run", "--image", nodeImage, "--kubeconfig", n.kubeconfig, "--quiet", echo))
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("tether echo job: %w", err)
+			return fmt.Errorf("tether echo job: %w", err)
 		}
 		if string(out) != want {
-			return nil, fmt.Errorf("tether echo job printed %q, want %q", out, want)
+			return fmt.Errorf("tether echo job printed %q, want %q", out, want)
 		}
 		tetherRuns = append(tetherRuns, d)
 
@@ -117,10 +162,12 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 			"--rm", "-i", "--quiet", "--restart=Never", "--image", nodeImage, "--image-pull-policy=Never", "--", "sh", "-c", "echo hello"))
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("kubectl echo pod: %w", err)
+			return fmt.Errorf("kubectl echo pod: %w", err)
 		}
 		if !strings.Contains(string(out), "hello") {
-			return nil, fmt.Errorf("kubectl echo pod printed %q, want hello", out)
+			// kubectl attaches after the container started: a short job's
+			// output can be gone by then (the race Tether exists to fix).
+			lost++
 		}
 		kubectlRuns = append(kubectlRuns, d)
 		log.Info("node echo", "round", r+1, "tether", tetherRuns[r].Round(time.Millisecond), "kubectl", kubectlRuns[r].Round(time.Millisecond))
@@ -130,36 +177,13 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 	t.add("`tether run --image "+nodeImage+" echo.sh`", ms(tetherRuns.median()), ms(tetherRuns.min())+"–"+ms(tetherRuns.max()))
 	t.add("`kubectl run --rm -i --restart=Never --image "+nodeImage+" --image-pull-policy=Never -- sh -c 'echo hello'`", ms(kubectlRuns.median()), ms(kubectlRuns.min())+"–"+ms(kubectlRuns.max()))
 	sec.tabs = append(sec.tabs, t)
-	sec.notes = append(sec.notes, fmt.Sprintf("Echo job: both are whole CLI invocations (process start, pod create, wait, attach, output, delete), %d rounds interleaved; median. "+
-		"Latency: as in the local measurement, with the FIFO made in the pod's emptyDir from the node's side (%d samples). "+
-		"Concurrency: `harness kube-jobs` in its own process runs 100 jobs at once through client/kube, each printing 200 numbered lines and a partial last line, compared byte for byte.", cfg.repeat, cfg.latency))
+	sec.notes = append(sec.notes, fmt.Sprintf("Tether printed exactly `hello` every time; `kubectl run --rm -i` lost the output in %d of %d runs (it attaches after the container started, and a short job can be done by then).", lost, cfg.repeat))
 	sec.goals = append(sec.goals, goal{
 		measure:  "e2e echo job vs `kubectl run --rm -i`",
 		tether:   fmt.Sprintf("%.2f× (%s)", ratio, ms(tetherRuns.median())),
-		baseline: "kubectl " + ms(kubectlRuns.median()),
+		baseline: fmt.Sprintf("kubectl %s (output lost in %d/%d)", ms(kubectlRuns.median()), lost, cfg.repeat),
 		target:   "≤ 1.1×",
 		verdict:  verdict(ratio <= 1.1),
 	})
-	lat, err := kubeLatency(ctx, cfg, n, cfg.latency)
-	if err != nil {
-		return nil, err
-	}
-	lt := &table{head: []string{"partial-output latency through attach", "samples", "p50", "p90", "p99", "max"}}
-	lt.add("tether (client/kube, WebSocket attach)", fmt.Sprint(len(lat)), ms(lat.percentile(50)), ms(lat.percentile(90)), ms(lat.percentile(99)), ms(lat.max()))
-	sec.tabs = append(sec.tabs, lt)
-	sec.goals = append(sec.goals, goal{
-		measure:  "partial-output latency through real attach",
-		tether:   fmt.Sprintf("p50 %s, p99 %s", ms(lat.percentile(50)), ms(lat.percentile(99))),
-		baseline: "—",
-		target:   "p99 ≤ 100 ms",
-		verdict:  verdict(lat.percentile(99) <= 100*time.Millisecond),
-	})
-	conc, err := concurrentJobs(ctx, cfg, n, log)
-	if err != nil {
-		return nil, err
-	}
-	sec.goals = append(sec.goals, conc.goals...)
-	sec.tabs = append(sec.tabs, conc.tabs...)
-	sec.notes = append(sec.notes, conc.notes...)
-	return sec, nil
+	return nil
 }
