@@ -252,22 +252,23 @@ func TestKubeRunMultiScriptJob(t *testing.T) {
 
 // TestKubePartialLineLatency checks that output without a newline crosses
 // the real attach path within 100 ms, with both protocols. The script
-// prints the time (ns) it writes each piece, so the client can measure.
+// prints the time it writes each piece, so the client can measure.
 func TestKubePartialLineLatency(t *testing.T) {
 	c := NewCluster(t)
 	for _, proto := range []kube.Protocol{kube.ProtocolWebSocket, kube.ProtocolSPDY} {
 		t.Run(string(proto), func(t *testing.T) {
 			ctx := t.Context()
 			ns := c.NewNamespace(t, "latency")
-			script := "i=0\nwhile [ $i -lt 10 ]; do printf \"$(date +%s%N) \"; sleep 0.2; i=$((i+1)); done\n"
-			pod, objs := startPod(ctx, t, c, kubeSpec(ns, BusyboxImage, script))
+			// bash's $EPOCHREALTIME: microseconds, the node's clock (this machine's).
+			script := "for i in 0 1 2 3 4 5 6 7 8 9; do printf '%s ' \"$EPOCHREALTIME\"; sleep 0.2; done\n"
+			pod, objs := startPod(ctx, t, c, kubeSpec(ns, BashImage, script))
 			w := &arrivalWriter{}
 			res, err := client.Run(ctx, pod.Transport(c.Config, kube.TransportOptions{Protocol: proto, Logger: kubeLogger(t)}),
 				objs.Job, client.Options{Output: w, ExitShim: true})
 			if err != nil || res.ExitCode != 0 {
 				t.Fatalf("Run: %v (exit %d)", err, res.ExitCode)
 			}
-			lat := w.latencies(t)
+			lat := w.latencies()
 			if len(lat) != 10 {
 				t.Fatalf("%d stamps, want 10", len(lat))
 			}
@@ -289,12 +290,12 @@ func TestKubePartialLineLatency(t *testing.T) {
 	}
 }
 
-// arrivalWriter records when each "STAMP " piece arrived.
+// arrivalWriter records when each "SECONDS.MICROS " piece arrived.
 type arrivalWriter struct {
 	mu      sync.Mutex
 	buf     []byte
 	arrived []time.Time
-	stamps  []int64
+	stamps  []time.Time
 }
 
 func (w *arrivalWriter) Write(p []byte) (int, error) {
@@ -307,22 +308,25 @@ func (w *arrivalWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		v, err := strconv.ParseInt(string(w.buf[:i]), 10, 64)
-		if err == nil {
-			w.stamps = append(w.stamps, v)
-			w.arrived = append(w.arrived, now)
+		if sec, usec, ok := strings.Cut(string(w.buf[:i]), "."); ok {
+			s, err1 := strconv.ParseInt(sec, 10, 64)
+			u, err2 := strconv.ParseInt(usec, 10, 64)
+			if err1 == nil && err2 == nil {
+				w.stamps = append(w.stamps, time.Unix(s, u*1000))
+				w.arrived = append(w.arrived, now)
+			}
 		}
 		w.buf = w.buf[i+1:]
 	}
 	return len(p), nil
 }
 
-func (w *arrivalWriter) latencies(t testing.TB) []time.Duration {
+func (w *arrivalWriter) latencies() []time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []time.Duration
 	for i, s := range w.stamps {
-		out = append(out, w.arrived[i].Sub(time.Unix(0, s)).Round(100*time.Microsecond))
+		out = append(out, w.arrived[i].Sub(s).Round(100*time.Microsecond))
 	}
 	return out
 }
