@@ -154,8 +154,9 @@ func gcRun(t *testing.T, kubeconfig string, args ...string) (int, []gcLine, stri
 	} else if err != nil {
 		t.Fatalf("run tether gc: %v", err)
 	}
+	report := stdout.String()
 	var lines []gcLine
-	sc := bufio.NewScanner(&stdout)
+	sc := bufio.NewScanner(strings.NewReader(report))
 	for sc.Scan() {
 		var l gcLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
@@ -164,9 +165,9 @@ func gcRun(t *testing.T, kubeconfig string, args ...string) (int, []gcLine, stri
 		lines = append(lines, l)
 	}
 	if len(lines) == 0 || lines[len(lines)-1].Action != "summary" {
-		t.Fatalf("tether gc %v: no summary line (exit %d)\nstdout: %s\nstderr: %s", args, code, stdout.String(), stderr.String())
+		t.Fatalf("tether gc %v: no summary line (exit %d)\nstdout: %s\nstderr: %s", args, code, report, stderr.String())
 	}
-	return code, lines, stdout.String() + stderr.String()
+	return code, lines, report + stderr.String()
 }
 
 // gcNames returns sorted "kind ns/name" of the lines with action.
@@ -673,6 +674,8 @@ func (c *Cluster) gcDeployment(ctx context.Context, t *testing.T, ns string) str
 	t.Helper()
 	zero := int32(0)
 	labels := map[string]string{"app": "rbac-probe"}
+	spec := gcPod(ns, "x", nil).Spec
+	spec.RestartPolicy = corev1.RestartPolicyAlways
 	d, err := c.Client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "rbac-probe", Labels: labels},
 		Spec: appsv1.DeploymentSpec{
@@ -680,7 +683,7 @@ func (c *Cluster) gcDeployment(ctx context.Context, t *testing.T, ns string) str
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       gcPod(ns, "x", nil).Spec,
+				Spec:       spec,
 			},
 		},
 	}, metav1.CreateOptions{})
