@@ -89,6 +89,10 @@ func writeResults(w io.Writer, cfg *config, m machine, started time.Time, took t
 	mt := &table{head: []string{"", ""}}
 	mt.add("date", started.UTC().Format("2006-01-02 15:04 UTC"))
 	mt.add("CPU", fmt.Sprintf("%s, %d cores", m.cpu, m.cores))
+	if _, rest, ok := strings.Cut(string(gobench), "\ncpu: "); ok {
+		name, _, _ := strings.Cut(rest, "\n")
+		mt.add("CPU as Go reports it", strings.TrimSpace(name))
+	}
 	mt.add("memory", m.memory)
 	mt.add("kernel", m.kernel)
 	mt.add("Go", m.goVer)
