@@ -109,7 +109,6 @@ func TestReapCollectsExitedChildren(t *testing.T) {
 	}
 }
 
-
 // zombie reports whether a /proc/PID/stat line says state Z.
 func zombie(stat []byte) bool {
 	i := bytes.LastIndexByte(stat, ')')
