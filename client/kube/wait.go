@@ -80,16 +80,17 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 
 	evCtx, stopEvents := context.WithCancel(ctx)
 	eventsDone := make(chan struct{})
+	fatal := make(chan error, 1)
 	go func() {
 		defer close(eventsDone)
-		p.followEvents(evCtx)
+		p.followEvents(evCtx, fatal)
 	}()
 	defer func() {
 		stopEvents()
 		<-eventsDone
 	}()
 
-	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}}
+	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}, fatal: fatal}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -111,6 +112,11 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 		}
 		if done, err := w.assess(cur, time.Now()); done || err != nil {
 			return err
+		}
+		select {
+		case err := <-fatal:
+			return err
+		default:
 		}
 		watcher, err := p.Client.CoreV1().Pods(p.Namespace).Watch(ctx, metav1.ListOptions{
 			FieldSelector:   fields.OneTermEqualSelector("metadata.name", p.Name).String(),
@@ -138,6 +144,7 @@ type waiter struct {
 	last      *corev1.Pod
 	lastPhase corev1.PodPhase
 	since     map[string]time.Time // when a lingering problem was first seen
+	fatal     <-chan error         // failures the pod's events reveal before its status does
 }
 
 // follow assesses the pod on every watch event and tick. It returns
@@ -147,6 +154,8 @@ func (w *waiter) follow(ctx context.Context, watcher watch.Interface, tick <-cha
 		select {
 		case <-ctx.Done():
 			return false, context.Cause(ctx)
+		case err := <-w.fatal:
+			return false, err
 		case <-tick:
 			if w.last != nil {
 				if done, err := w.assess(w.last, time.Now()); done || err != nil {
@@ -261,8 +270,10 @@ func containerSummary(pod *corev1.Pod) string {
 	return b.String()
 }
 
-// followEvents logs the pod's events until ctx ends.
-func (p *Pod) followEvents(ctx context.Context) {
+// followEvents logs the pod's events until ctx ends. An event that says an
+// image cannot be pulled is sent to fatal: the kubelet reports it in an
+// event seconds before the pod's status shows it.
+func (p *Pod) followEvents(ctx context.Context, fatal chan<- error) {
 	sel := fields.Set{"involvedObject.name": p.Name, "involvedObject.kind": "Pod"}
 	if p.UID != "" {
 		sel["involvedObject.uid"] = string(p.UID)
@@ -275,6 +286,12 @@ func (p *Pod) followEvents(ctx context.Context) {
 			return
 		}
 		seen[key] = true
+		if err := pullFailure(ev); err != nil {
+			select {
+			case fatal <- err:
+			default:
+			}
+		}
 		attrs := []any{"pod", p.Namespace + "/" + p.Name, "reason", ev.Reason, "message", ev.Message}
 		if ev.Type == corev1.EventTypeWarning {
 			p.Logger.Warn("pod event", attrs...)
@@ -308,6 +325,25 @@ func (p *Pod) followEvents(ctx context.Context) {
 			}
 		})
 	}
+}
+
+// pullFailure returns an error when ev is the kubelet's report that an
+// image cannot be pulled ("Failed" with "Error: ErrImagePull" and the like),
+// with the message of the event before it that says why.
+func pullFailure(ev *corev1.Event) error {
+	if ev.Type != corev1.EventTypeWarning || ev.Reason != "Failed" {
+		return nil
+	}
+	reason, ok := strings.CutPrefix(ev.Message, "Error: ")
+	if !ok || !imagePullFailures[reason] {
+		return nil
+	}
+	what := "an image"
+	if ev.InvolvedObject.FieldPath != "" {
+		what = "the image of " + ev.InvolvedObject.FieldPath
+	}
+	return fmt.Errorf("%s of pod %s/%s cannot be pulled: %s (the pod's events above say why)",
+		what, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name, reason)
 }
 
 // followWatch calls fn for each event until the watch or ctx ends, then

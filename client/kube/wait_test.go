@@ -162,3 +162,24 @@ func TestWaitRunningFollowsWatch(t *testing.T) {
 		})
 	}
 }
+
+func TestPullFailureEvent(t *testing.T) {
+	ev := func(typ, reason, msg string) *corev1.Event {
+		return &corev1.Event{Type: typ, Reason: reason, Message: msg, InvolvedObject: corev1.ObjectReference{
+			Namespace: "ci", Name: "p", FieldPath: "spec.containers{build}"}}
+	}
+	if err := pullFailure(ev(corev1.EventTypeWarning, "Failed", "Error: ErrImagePull")); err == nil ||
+		!strings.Contains(err.Error(), "spec.containers{build} of pod ci/p cannot be pulled: ErrImagePull") {
+		t.Fatalf("ErrImagePull event: %v", err)
+	}
+	for _, e := range []*corev1.Event{
+		ev(corev1.EventTypeWarning, "Failed", "Failed to pull image \"x\": not found"), // the reason comes next
+		ev(corev1.EventTypeWarning, "Failed", "Error: CreateContainerConfigError"),
+		ev(corev1.EventTypeNormal, "Pulling", "Pulling image \"x\""),
+		ev(corev1.EventTypeWarning, "BackOff", "Back-off pulling image \"x\""),
+	} {
+		if err := pullFailure(e); err != nil {
+			t.Errorf("%s %s %q: %v; want no failure", e.Type, e.Reason, e.Message, err)
+		}
+	}
+}
