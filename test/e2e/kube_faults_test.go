@@ -111,14 +111,15 @@ func TestKubeSurvivesConnectionCuts(t *testing.T) {
 	}
 }
 
-// TestKubeSurvivesAPIServerRestart restarts kube-apiserver (down for 2 s)
-// in the middle of a job: the session re-attaches once the API server is
-// back and loses nothing.
+// TestKubeSurvivesAPIServerRestart restarts kube-apiserver in the middle
+// of a job: SIGTERM (it stops accepting connections), SIGKILL 3 s later (the
+// attach streams it still proxied break), 2 s down, then started again. The
+// session re-attaches once the API server is back and loses nothing.
 func TestKubeSurvivesAPIServerRestart(t *testing.T) {
 	c := NewCluster(t)
 	ctx := t.Context()
 	ns := c.NewNamespace(t, "restart")
-	script, want := steadyScript(300, "0.05", 4)
+	script, want := steadyScript(500, "0.05", 4)
 	pod, objs := startPod(ctx, t, c, kubeSpec(ns, BusyboxImage, script))
 
 	out := &safeBuffer{}
@@ -127,7 +128,7 @@ func TestKubeSurvivesAPIServerRestart(t *testing.T) {
 		for out.Len() < 2000 && ctx.Err() == nil {
 			time.Sleep(50 * time.Millisecond)
 		}
-		cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), "scripts", "e2e-lib", "restart-apiserver.sh"), "2")
+		cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), "scripts", "e2e-lib", "restart-apiserver.sh"), "2", "3")
 		b, err := cmd.CombinedOutput()
 		t.Logf("restart-apiserver.sh:\n%s", b)
 		restarted <- err
