@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -173,8 +174,14 @@ func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger)
 	t.add("per job p50 / max", ms(per.percentile(50))+" / "+ms(per.max()))
 	t.add("client process peak RSS", mib(maxRSS))
 	sec.tabs = append(sec.tabs, t)
-	for _, e := range rep.Errors {
-		sec.notes = append(sec.notes, "concurrent job error: "+e)
+	if len(rep.Errors) > 0 {
+		const show = 5
+		var b strings.Builder
+		fmt.Fprintf(&b, "**%d of %d concurrent jobs failed**; the first errors:", len(rep.Errors), rep.Jobs)
+		for _, e := range rep.Errors[:min(show, len(rep.Errors))] {
+			b.WriteString("\n- " + tailOf([]byte(e), 400))
+		}
+		sec.notes = append(sec.notes, b.String())
 	}
 	sec.goals = append(sec.goals, goal{
 		measure:  fmt.Sprintf("%d concurrent jobs, one process", jobs),

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,7 +141,11 @@ func memorySection(ctx context.Context, cfg *config, ws *workspace, log *slog.Lo
 		linkage = "DYNAMIC"
 	}
 	t := &table{head: []string{"measure", "value"}}
-	t.add("binary "+cfg.shim+" ("+linkage+")", mib(size))
+	name := cfg.shim
+	if rel, err := filepath.Rel(cfg.repo, cfg.shim); err == nil && !strings.HasPrefix(rel, "..") {
+		name = rel // no machine-specific path in the results
+	}
+	t.add("binary "+name+" ("+linkage+")", mib(size))
 	t.add("idle VmRSS, 0.5 s after start", mib(fresh))
 	t.add("idle VmRSS, 0.5 s after a one-line job", mib(afterJob))
 	sec.tabs = append(sec.tabs, t)
