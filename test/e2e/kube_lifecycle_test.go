@@ -174,10 +174,16 @@ func TestKubeIdleTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	last := lines[len(lines)-1]
+	// The container log holds the shim's records (stdout) and its
+	// diagnostics (stderr): the last record must be the final one.
+	var last string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if _, _, err := protocol.Parse([]byte(line+"\n"), nil); err == nil {
+			last = line
+		}
+	}
 	if !strings.HasPrefix(last, "x ") || !strings.Contains(last, `"reason":"idle"`) {
-		t.Fatalf("last log line %q; want the final record with reason idle", last)
+		t.Fatalf("last record in the log %q; want the final record with reason idle\nlog:\n%s", last, raw)
 	}
 }
 
