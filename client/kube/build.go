@@ -145,6 +145,7 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy:      corev1.RestartPolicyNever,
 			ServiceAccountName: s.ServiceAccountName,
+			NodeSelector:       maps.Clone(s.NodeSelector),
 			InitContainers: []corev1.Container{{
 				Name:            InitContainer,
 				Image:           s.HelperImage,

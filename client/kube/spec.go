@@ -115,6 +115,8 @@ type Spec struct {
 	ShimArgs []string
 	// ServiceAccountName runs the pod as this service account ("" default).
 	ServiceAccountName string
+	// NodeSelector constrains the nodes the pod may run on.
+	NodeSelector map[string]string
 	// Labels and Annotations are added to the pod (Tether's own win).
 	Labels, Annotations map[string]string
 	// TerminationGracePeriod for the pod; 0 keeps Kubernetes' default.

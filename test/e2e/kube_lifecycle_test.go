@@ -257,3 +257,41 @@ func TestKubeInterruptCancelsAndCleansUp(t *testing.T) {
 	}
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
 }
+
+// TestKubeWaitFailsClearly: a pod that cannot be scheduled, and a helper
+// image without tether-shim, end the wait with an error saying so.
+func TestKubeWaitFailsClearly(t *testing.T) {
+	c := NewCluster(t)
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*kube.Spec)
+		wantErr string
+	}{
+		{"unschedulable", func(s *kube.Spec) { s.NodeSelector = map[string]string{"tether.dev/no-such-node": "x"} },
+			"stayed unschedulable for 3s"},
+		{"init container fails", func(s *kube.Spec) { s.HelperImage = BusyboxImage },
+			"init container tether-init of pod"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			ns := c.NewNamespace(t, "waitfail")
+			spec := kubeSpec(ns, BusyboxImage, "echo hi\n")
+			tc.mutate(&spec)
+			objs, err := kube.Build(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod, err := kube.Create(ctx, c.Client, objs, kubeLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = pod.Delete(context.WithoutCancel(ctx)) }()
+			start := time.Now()
+			err = pod.WaitRunning(ctx, kube.WaitOptions{ScheduleTimeout: 3 * time.Second, Timeout: 2 * time.Minute})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("WaitRunning: %v; want an error containing %q", err, tc.wantErr)
+			}
+			t.Logf("after %v: %v", time.Since(start), err)
+		})
+	}
+}
