@@ -3,9 +3,13 @@
 # remove what it created: its pods (deleted while the kubelet still runs, so
 # CNI and volumes are torn down properly), the recorded processes (by PID
 # only), leftover containers and their shims, mounts under the state dir,
-# the pods' network namespaces, the CNI bridge, the kubelet's cgroups and
+# the CNI bridge, the kubelet's cgroups and
 # log links, and the state dir itself. Safe to run when nothing is up.
 # The Kubernetes binaries in the cache are kept.
+#
+#   e2e-cluster-down.sh                 stop the node
+#   e2e-cluster-down.sh --if-owner ID   stop it only if the run ID started it
+#                                       and nobody pinned it since (see up)
 set -uo pipefail
 E2E_SCRIPT=e2e-cluster-down
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -14,6 +18,17 @@ here="$(cd "$(dirname "$0")" && pwd)"
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 
 [ "$(id -u)" = 0 ] || e2e_die "run as root"
+owner=""
+case "${1:-}" in
+  --if-owner) owner=${2:?--if-owner needs an ID} ;;
+  "") ;;
+  *) e2e_die "usage: e2e-cluster-down.sh [--if-owner ID]" ;;
+esac
+take_lock
+if [ -n "$owner" ] && [ "$(cat "$OWNER_FILE" 2>/dev/null)" != "$owner" ]; then
+  e2e_log "leaving the node up: it was not started by this run, or was pinned by e2e-cluster-up.sh since"
+  exit 0
+fi
 if [ ! -d "$E2E_DIR" ]; then
   e2e_log "nothing to do: $E2E_DIR does not exist"
   exit 0
@@ -32,24 +47,8 @@ if component_pid kube-apiserver >/dev/null && component_pid kubelet >/dev/null &
   fi
 fi
 
-# 2. Network namespaces of the node's sandboxes, read from containerd.
-netns=()
-if component_pid containerd >/dev/null; then
-  for c in $(ctrd containers ls -q 2>/dev/null); do
-    while read -r ns; do [ -n "$ns" ] && netns+=("$ns"); done \
-      < <(ctrd containers info "$c" 2>/dev/null | grep -o '/var/run/netns/cni-[0-9a-f-]*' | sort -u)
-  done
-  # Leftover tasks: kill and delete, so their shims exit.
-  for t in $(ctrd tasks ls -q 2>/dev/null); do
-    ctrd tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
-  done
-  sleep 0.5
-  for t in $(ctrd tasks ls -q 2>/dev/null); do
-    ctrd tasks delete -f "$t" >/dev/null 2>&1 || true
-  done
-fi
-
-# 3. Stop the recorded processes, newest first: TERM, then KILL after 10 s.
+# 2. Stop the recorded processes (by PID), newest first: TERM, then KILL
+#    after 10 s. containerd goes last, after its leftover tasks are killed.
 stop_pid() {
   local name=$1 pid i
   pid=$(component_pid "$name") || { rm -f "$PIDS/$name.pid"; return 0; }
@@ -65,8 +64,21 @@ stop_pid() {
   rm -f "$PIDS/$name.pid"
 }
 for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-  stop_pid "${COMPONENTS[$i]}"
+  [ "${COMPONENTS[$i]}" = containerd ] || stop_pid "${COMPONENTS[$i]}"
 done
+
+# 3. Leftover containers: kill their tasks, delete them, so their shims
+#    exit; then containerd itself.
+if component_pid containerd >/dev/null; then
+  for t in $(ctrd tasks ls -q 2>/dev/null); do
+    ctrd tasks kill -a -s SIGKILL "$t" >/dev/null 2>&1 || true
+  done
+  sleep 0.5
+  for t in $(ctrd tasks ls -q 2>/dev/null); do
+    ctrd tasks delete -f "$t" >/dev/null 2>&1 || true
+  done
+fi
+stop_pid containerd
 
 # 4. containerd shims started for this node's socket (they outlive containerd).
 for pid in $(pgrep -x containerd-shim-runc-v2 2>/dev/null || true); do
@@ -75,7 +87,8 @@ for pid in $(pgrep -x containerd-shim-runc-v2 2>/dev/null || true); do
   fi
 done
 
-# 5. Mounts under the state dir (deepest first), then the pods' netns.
+# 5. Mounts under the state dir, deepest first (the pods' network
+#    namespaces live there too: netns_mounts_under_state_dir).
 umount_under() {
   local m
   awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo \
@@ -84,10 +97,6 @@ umount_under() {
     done
 }
 umount_under "$E2E_DIR"
-for ns in "${netns[@]}"; do
-  umount "$ns" 2>/dev/null || true
-  rm -f "$ns"
-done
 
 # 6. The CNI bridge and the kubelet's pod cgroups and log links.
 ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE" 2>/dev/null

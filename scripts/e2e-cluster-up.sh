@@ -6,7 +6,12 @@
 #
 # Idempotent: when the node is already up it only re-imports the images in
 # bin/images/ and prints the kubeconfig path. A half-dead node is torn down
-# (scripts/e2e-cluster-down.sh) and started afresh.
+# (scripts/e2e-cluster-down.sh) and started afresh. Up and down serialize on
+# a lock file beside the state dir.
+#
+# TETHER_E2E_OWNER=ID (set by e2e.sh) records who started the node, so that
+# run alone tears it down (e2e-cluster-down.sh --if-owner ID); running this
+# script by hand on a running node clears the owner and keeps it up.
 #
 # Output: the admin kubeconfig path on stdout (also $TETHER_E2E_DIR/kubeconfig;
 # `source $TETHER_E2E_DIR/env` exports KUBECONFIG and TETHER_E2E_KUBECONFIG).
@@ -65,7 +70,8 @@ start() {
   shift
   bin=$(binary_of "$name")
   [ -x "$bin" ] || e2e_die "$name binary $bin is missing"
-  setsid "$bin" "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  # 8>&-: the daemon must not inherit (and so hold) the up/down lock.
+  setsid "$bin" "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- &
   pid=$!
   echo "$pid" >"$PIDS/$name.pid"
   sleep 0.05
@@ -98,6 +104,7 @@ fail() {
 }
 
 # --- main ------------------------------------------------------------------
+take_lock
 ensure_packages
 KUBE_BIN="$("$here/kube-build.sh")"
 
@@ -105,6 +112,10 @@ if node_healthy; then
   snap=$(sed -n 's/^ *snapshotter = "\(.*\)"/\1/p' "$CTRD_DIR/config.toml")
   import_images "${snap:-overlayfs}"
   wait_for 60 "node Ready" node_ready || fail "the running node is not Ready"
+  if [ -z "${TETHER_E2E_OWNER:-}" ]; then
+    # Brought up by hand: nobody's e2e.sh run tears it down any more.
+    : >"$OWNER_FILE"
+  fi
   e2e_log "node already up ($(ms) ms)"
   echo "$KUBECONFIG_FILE"
   exit 0
@@ -117,6 +128,7 @@ fi
 check_ports
 
 mkdir -p "$E2E_DIR" "$LOGS" "$PIDS"
+echo "${TETHER_E2E_OWNER:-}" >"$OWNER_FILE"
 make_pki
 make_kubeconfigs
 snap=$(write_containerd_config)

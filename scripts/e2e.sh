@@ -18,21 +18,16 @@ t0=$(date +%s)
 "$here/build-images.sh"
 t_images=$(date +%s)
 
-started=0
-if node_healthy; then
-  e2e_log "reusing the running node in $E2E_DIR (it stays up afterwards)"
-else
-  started=1
-fi
-
+# Only the node this run starts is torn down at the end (see e2e-cluster-up.sh).
+export TETHER_E2E_OWNER="e2e-$$-$(date +%s%N)"
 status=0
 cleanup() {
   if [ "$status" -ne 0 ]; then
     e2e_log "FAILED (exit $status); node log tails follow"
     dump_logs 80
   fi
-  if [ "$started" = 1 ] && [ "${TETHER_E2E_KEEP:-0}" != 1 ]; then
-    "$here/e2e-cluster-down.sh" || true
+  if [ "${TETHER_E2E_KEEP:-0}" != 1 ]; then
+    "$here/e2e-cluster-down.sh" --if-owner "$TETHER_E2E_OWNER" || true
   fi
 }
 trap 'status=$?; cleanup' EXIT
@@ -40,6 +35,11 @@ trap 'exit 130' INT TERM
 
 kubeconfig=$("$here/e2e-cluster-up.sh")
 t_up=$(date +%s)
+if [ "$(cat "$OWNER_FILE" 2>/dev/null)" = "$TETHER_E2E_OWNER" ]; then
+  e2e_log "started the node; it is torn down at the end (TETHER_E2E_KEEP=1 keeps it)"
+else
+  e2e_log "reusing the running node in $E2E_DIR; it stays up afterwards"
+fi
 export TETHER_E2E_KUBECONFIG="$kubeconfig" KUBECONFIG="$kubeconfig"
 export TETHER_E2E_DIR="$E2E_DIR"
 

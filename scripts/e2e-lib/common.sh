@@ -35,11 +35,31 @@ KUBECONFIG_FILE="$E2E_DIR/kubeconfig"
 ENV_FILE="$E2E_DIR/env"
 SANDBOX_IMAGE=localhost/tether/pause:dev
 
+# Who may tear the node down: the PID of the e2e.sh run that started it
+# (TETHER_E2E_OWNER when up started it). Empty or missing: nobody but a
+# person running e2e-cluster-down.sh. Running e2e-cluster-up.sh by hand on
+# a running node empties it, so a node in use is not torn down under you.
+OWNER_FILE="$E2E_DIR/owner"
+# Up and down serialize on this lock (outside E2E_DIR: down removes that).
+LOCK_FILE="$E2E_DIR.lock"
+
 # Start order; down stops in reverse.
 COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
 
 e2e_log() { echo "[$(date +%H:%M:%S)] ${E2E_SCRIPT:-e2e}: $*" >&2; }
 e2e_die() { e2e_log "ERROR: $*"; exit 1; }
+
+# take_lock: hold LOCK_FILE for the rest of this script (fd 8), unless a
+# parent script already holds it (E2E_LOCK_HELD=1).
+take_lock() {
+  [ "${E2E_LOCK_HELD:-0}" = 1 ] && return 0
+  exec 8>"$LOCK_FILE"
+  if ! flock -n 8; then
+    e2e_log "waiting for another e2e-cluster-up/down to finish ($LOCK_FILE)"
+    flock -w 600 8 || e2e_die "$LOCK_FILE stayed locked for 10 minutes (fuser -v $LOCK_FILE shows the holder)"
+  fi
+  export E2E_LOCK_HELD=1
+}
 
 # binary_of NAME: the executable a component runs.
 binary_of() {

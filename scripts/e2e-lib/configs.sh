@@ -42,6 +42,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     stream_server_address = "127.0.0.1"
     stream_server_port = "0"
     enable_selinux = false
+    # Pod network namespaces under the state dir: teardown finds them there.
+    netns_mounts_under_state_dir = true
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "/usr/lib/cni"
       conf_dir = "$CNI_CONF_DIR"

@@ -78,6 +78,10 @@ const (
 	BuildContainer = "build"
 	// InitContainer is the name of the init container that copies the shim.
 	InitContainer = "tether-init"
+	// InitMountPath is where the init container mounts the emptyDir: the
+	// helper image has a /tether file of its own (the tether CLI), so it
+	// cannot be mounted over. client/kube uses the same path.
+	InitMountPath = "/mnt/tether"
 )
 
 // Cluster is the e2e node as the tests see it.
@@ -170,7 +174,8 @@ func (c *Cluster) WaitFor(ctx context.Context, t testing.TB, what string, cond f
 
 // ShimPod returns the standard tether pod in namespace ns: an emptyDir at
 // /tether, an init container from HelperImage running
-// `/tether-shim copy /tether/bin/tether-shim`, and a build container from
+// `/tether-shim copy /mnt/tether/bin/tether-shim` with the emptyDir at
+// /mnt/tether, and a build container from
 // image running /tether/bin/tether-shim with shimArgs, stdin open
 // (stdinOnce false, no tty), restartPolicy Never, a 2 s grace period and
 // imagePullPolicy Never. Callers may change it before CreatePod.
@@ -199,8 +204,8 @@ func ShimPod(ns, name, image string, shimArgs ...string) *corev1.Pod {
 				Name:            InitContainer,
 				Image:           HelperImage,
 				ImagePullPolicy: corev1.PullNever,
-				Command:         []string{"/tether-shim", "copy", ShimPath},
-				VolumeMounts:    mount,
+				Command:         []string{"/tether-shim", "copy", InitMountPath + "/bin/tether-shim"},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "tether", MountPath: InitMountPath}},
 			}},
 			Containers: []corev1.Container{{
 				Name:            BuildContainer,
