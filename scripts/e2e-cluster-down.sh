@@ -33,7 +33,8 @@ if [ ! -d "$E2E_DIR" ]; then
   e2e_log "nothing to do: $E2E_DIR does not exist"
   exit 0
 fi
-t0=$(date +%s)
+t0=$(date +%s%N)
+ms() { echo $(( ($(date +%s%N) - t0) / 1000000 )); }
 
 no_pod_tasks() { [ -z "$(ctrd tasks ls -q 2>/dev/null)" ]; }
 
@@ -45,27 +46,38 @@ if component_pid kube-apiserver >/dev/null && component_pid kubelet >/dev/null &
   if component_pid containerd >/dev/null; then
     wait_for 20 "pod sandboxes to stop" no_pod_tasks || true
   fi
+  e2e_log "pods deleted ($(ms) ms)"
 fi
 
-# 2. Stop the recorded processes (by PID), newest first: TERM, then KILL
-#    after 10 s. containerd goes last, after its leftover tasks are killed.
-stop_pid() {
-  local name=$1 pid i
-  pid=$(component_pid "$name") || { rm -f "$PIDS/$name.pid"; return 0; }
-  kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 100); do
-    [ -d "/proc/$pid" ] || break
-    sleep 0.1
+# 2. Stop the recorded processes (by PID only): TERM, then KILL after 10 s.
+#    The Kubernetes components together, then etcd; containerd goes last,
+#    after its leftover tasks are killed.
+gone() { [ ! -d "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+stop_pids() {
+  local name pid pids=() names=() i
+  for name in "$@"; do
+    if pid=$(component_pid "$name"); then
+      kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid")
+      names+=("$name")
+    fi
   done
-  if [ -d "/proc/$pid" ]; then
-    e2e_log "$name (pid $pid) ignored SIGTERM for 10s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$PIDS/$name.pid"
+  for i in "${!pids[@]}"; do
+    local n=0
+    until gone "${pids[$i]}"; do
+      n=$((n + 1))
+      if [ "$n" -ge 200 ]; then
+        e2e_log "${names[$i]} (pid ${pids[$i]}) ignored SIGTERM for 10s; killing it"
+        kill -KILL "${pids[$i]}" 2>/dev/null || true
+        break
+      fi
+      sleep 0.05
+    done
+  done
+  for name in "$@"; do rm -f "$PIDS/$name.pid"; done
 }
-for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-  [ "${COMPONENTS[$i]}" = containerd ] || stop_pid "${COMPONENTS[$i]}"
-done
+stop_pids kubelet kube-scheduler kube-controller-manager kube-apiserver
+stop_pids etcd
 
 # 3. Leftover containers: kill their tasks, delete them, so their shims
 #    exit; then containerd itself.
@@ -78,7 +90,8 @@ if component_pid containerd >/dev/null; then
     ctrd tasks delete -f "$t" >/dev/null 2>&1 || true
   done
 fi
-stop_pid containerd
+stop_pids containerd
+e2e_log "processes stopped ($(ms) ms)"
 
 # 4. containerd shims started for this node's socket (they outlive containerd).
 for pid in $(pgrep -x containerd-shim-runc-v2 2>/dev/null || true); do
@@ -109,6 +122,22 @@ if [ -d /var/log/containers ]; then
   done
 fi
 
-# 7. The state itself.
+# 7. The kubelet's iptables chains (KUBE-FIREWALL and its INPUT/OUTPUT
+#    jumps, the canary and hint chains), unless another kubelet runs here.
+if ! pgrep -x kubelet >/dev/null; then
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null || continue
+    for chain in INPUT OUTPUT; do
+      while "$ipt" -t filter -D "$chain" -j KUBE-FIREWALL 2>/dev/null; do :; done
+    done
+    for table in filter nat mangle; do
+      for chain in KUBE-FIREWALL KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT; do
+        "$ipt" -t "$table" -F "$chain" 2>/dev/null && "$ipt" -t "$table" -X "$chain" 2>/dev/null
+      done
+    done
+  done
+fi
+
+# 8. The state itself.
 rm -rf "$E2E_DIR" || e2e_log "could not remove all of $E2E_DIR (a mount still busy?)"
-e2e_log "node stopped and cleaned in $(( $(date +%s) - t0 ))s"
+e2e_log "node stopped and cleaned ($(ms) ms)"
