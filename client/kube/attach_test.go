@@ -239,8 +239,11 @@ func TestRunOverAttach(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the shim did not exit after the exit command")
 			}
-			// The container ended: the transport says the shim is gone.
-			_, err = e.transport(t, "", "pod-"+tc.name, tc.proto).Connect(ctx)
+			// The container ended: without the log replay (tested below),
+			// the transport says the shim is gone.
+			tr := e.transport(t, "", "pod-"+tc.name, tc.proto)
+			tr.Options.NoLogReplay = true
+			_, err = tr.Connect(ctx)
 			if !errors.Is(err, client.ErrShimGone) {
 				t.Fatalf("Connect after the shim exited: %v; want an error wrapping ErrShimGone", err)
 			}
@@ -432,4 +435,119 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// submitAndLeave sends a job and an exit command through a fresh attach
+// and closes it at once, like a runner that died right after submitting.
+func submitAndLeave(ctx context.Context, t *testing.T, tr *kube.Transport, id string, scripts ...string) {
+	t.Helper()
+	conn, err := tr.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []byte
+	for _, c := range []protocol.Command{{Cmd: protocol.CmdJob, ID: id, Scripts: scripts}, {Cmd: protocol.CmdExit}} {
+		if cmds, err = protocol.AppendCommand(cmds, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Write(cmds); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+}
+
+// TestAttachReplaysLogOfEndedShim follows a job whose shim has already
+// exited: the transport replays the container log, so Attach still gets
+// the whole output and the exit code. A rotated log and a disabled replay
+// give a clear "no result" instead.
+func TestAttachReplaysLogOfEndedShim(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		logLimit int
+		noReplay bool
+		wantErr  string
+	}{
+		{name: "replay"},
+		{name: "rotated", logLimit: 300, wantErr: "rotated"},
+		{name: "disabled", noReplay: true, wantErr: "terminated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, attachserver.Options{LogLimit: tc.logLimit})
+			c := e.shim(t, "ended")
+			run := e.script(t, "run.sh", "i=0\nwhile [ $i -lt 20 ]; do echo \"step $i\"; i=$((i+1)); done\nprintf 'no newline'\nexit 6\n")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			submitAndLeave(ctx, t, e.transport(t, "", "ended", kube.ProtocolAuto), "j-ended", run)
+			select {
+			case <-c.Done():
+			case <-time.After(20 * time.Second):
+				t.Fatal("the shim did not exit after its job")
+			}
+			tr := e.transport(t, "", "ended", kube.ProtocolAuto)
+			tr.Options.NoLogReplay = tc.noReplay
+			out := &syncBuffer{}
+			res, err := client.Attach(ctx, tr, 0, sessionOptions(t, out, &eventLog{}))
+			if tc.wantErr != "" {
+				if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Attach: %v; want ErrNoResult mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Attach: %v", err)
+			}
+			var want strings.Builder
+			for i := range 20 {
+				fmt.Fprintf(&want, "step %d\n", i)
+			}
+			want.WriteString("no newline")
+			if got := string(out.Bytes()); got != want.String() {
+				t.Fatalf("output %q, want %q", got, want.String())
+			}
+			if res.ExitCode != 6 || res.Exit == nil || res.Exit.Reason != protocol.ReasonExitCommand {
+				t.Fatalf("exit code %d, final record %+v; want 6 and reason %s", res.ExitCode, res.Exit, protocol.ReasonExitCommand)
+			}
+		})
+	}
+}
+
+// TestRunRecoversTailFromLog: the API server becomes unreachable during a
+// job, the shim hits its deadline and exits meanwhile; once the API server
+// is back, the session gets the rest of the output and the shim's final
+// record from the container log.
+func TestRunRecoversTailFromLog(t *testing.T) {
+	e := newEnv(t, attachserver.Options{Logger: quietLogger(t)})
+	c := e.shim(t, "tail", "--deadline=3", "--grace=200ms")
+	proxy, err := faultproxy.Start(strings.TrimPrefix(e.srv.URL, "http://"), faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	script := e.script(t, "script.sh", "echo before\nsleep 1\necho while-away\nsleep 60\necho never\n")
+	out := &syncBuffer{}
+	go func() {
+		for !bytes.Contains(out.Bytes(), []byte("before\n")) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		proxy.SetBlocked(true)
+		proxy.CutAll()
+		<-c.Done()
+		proxy.SetBlocked(false)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr := e.transport(t, "http://"+proxy.Addr(), "tail", kube.ProtocolAuto)
+	tr.Options.Logger = quietLogger(t)
+	res, err := client.Run(ctx, tr, client.Job{Scripts: []string{script}}, sessionOptions(t, out, &eventLog{}))
+	if !errors.Is(err, client.ErrShimExited) {
+		t.Fatalf("Run: %v; want ErrShimExited (the deadline, from the log)", err)
+	}
+	if res.Exit == nil || res.Exit.Reason != protocol.ReasonDeadline || res.ExitCode != 124 {
+		t.Fatalf("final record %+v, exit code %d; want the deadline and 124", res.Exit, res.ExitCode)
+	}
+	if got := string(out.Bytes()); got != "before\nwhile-away\n" {
+		t.Fatalf("output %q; want the line written while the client was away too", got)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,11 +51,19 @@ type TransportOptions struct {
 	// Logger receives the shim's stderr (its diagnostics), line by line,
 	// and the transport's own diagnostics; nil discards them.
 	Logger *slog.Logger
+	// NoLogReplay turns off the log replay: by default, when the
+	// container has terminated, Connect returns once a connection that
+	// replays the container's log (pods/log), so the records the shim
+	// wrote while nobody was attached (up to its final record) still
+	// reach the session, unless the kubelet rotated the log (10 MiB by
+	// default). Later Connects fail with client.ErrShimGone.
+	NoLogReplay bool
 }
 
 // Transport reaches a tether-shim in a pod through the pods/attach
 // subresource. It implements client.Transport: every Connect is one attach
-// session with stdin, stdout and stderr and no TTY.
+// session with stdin, stdout and stderr and no TTY. A Transport must not be
+// copied after its first Connect.
 type Transport struct {
 	// Config reaches the API server. Required.
 	Config *rest.Config
@@ -65,6 +74,8 @@ type Transport struct {
 	Namespace, Pod, Container string
 	// Options tune the transport.
 	Options TransportOptions
+
+	replayed atomic.Bool // the container's log was replayed to its end
 }
 
 var _ client.Transport = (*Transport)(nil)
@@ -93,7 +104,12 @@ func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
 		}
 		t.Client = cs
 	}
-	if err := t.checkContainer(ctx, cs); err != nil {
+	container, err := t.checkContainer(ctx, cs)
+	if err != nil {
+		if errors.Is(err, errTerminated) && !t.Options.NoLogReplay && !t.replayed.Load() {
+			log := t.logger().With("pod", t.Namespace+"/"+t.Pod)
+			return newLogConn(ctx, podLog(cs, t.Namespace, t.Pod, container), log, func() { t.replayed.Store(true) }), nil
+		}
 		return nil, err
 	}
 	exec, err := t.executor(cs)
@@ -107,35 +123,41 @@ func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
 	return dial(ctx, exec, timeout, t.logger().With("pod", t.Namespace+"/"+t.Pod))
 }
 
-// checkContainer fails with client.ErrShimGone when the container can
-// never be attached again.
-func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface) error {
+// errTerminated is wrapped (with client.ErrShimGone) when the container
+// ran and has terminated: its log may still be read.
+var errTerminated = errors.New("container terminated")
+
+// checkContainer returns the container's name, or an error wrapping
+// client.ErrShimGone when the container can never be attached again (and
+// errTerminated too when it ran and ended).
+func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface) (string, error) {
 	pod, err := cs.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("pod %s/%s no longer exists: %w", t.Namespace, t.Pod, client.ErrShimGone)
+		return "", fmt.Errorf("pod %s/%s no longer exists: %w", t.Namespace, t.Pod, client.ErrShimGone)
 	}
 	if err != nil {
-		return fmt.Errorf("get pod %s/%s: %w", t.Namespace, t.Pod, err)
+		return "", fmt.Errorf("get pod %s/%s: %w", t.Namespace, t.Pod, err)
 	}
+	name := t.container(pod)
 	for _, st := range pod.Status.ContainerStatuses {
-		if st.Name != t.container(pod) {
+		if st.Name != name {
 			continue
 		}
 		if term := st.State.Terminated; term != nil {
-			return fmt.Errorf("container %s of pod %s/%s terminated (exit code %d, %s%s): %w",
-				st.Name, t.Namespace, t.Pod, term.ExitCode, term.Reason, message(term.Message), client.ErrShimGone)
+			return name, fmt.Errorf("container %s of pod %s/%s terminated (exit code %d, %s%s): %w: %w",
+				st.Name, t.Namespace, t.Pod, term.ExitCode, term.Reason, message(term.Message), client.ErrShimGone, errTerminated)
 		}
 		if st.State.Running == nil {
-			return fmt.Errorf("container %s of pod %s/%s is not running yet", st.Name, t.Namespace, t.Pod)
+			return name, fmt.Errorf("container %s of pod %s/%s is not running yet", st.Name, t.Namespace, t.Pod)
 		}
-		return nil
+		return name, nil
 	}
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded, corev1.PodFailed:
-		return fmt.Errorf("pod %s/%s has ended (%s%s): %w", t.Namespace, t.Pod, pod.Status.Phase,
+		return name, fmt.Errorf("pod %s/%s has ended (%s%s): %w", t.Namespace, t.Pod, pod.Status.Phase,
 			message(pod.Status.Message), client.ErrShimGone)
 	}
-	return fmt.Errorf("container %s of pod %s/%s has not started yet", t.container(pod), t.Namespace, t.Pod)
+	return name, fmt.Errorf("container %s of pod %s/%s has not started yet", name, t.Namespace, t.Pod)
 }
 
 func message(m string) string {

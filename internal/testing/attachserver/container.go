@@ -1,6 +1,7 @@
 package attachserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,9 @@ type Container struct {
 	exitCode int
 	done     chan struct{} // closed once the process exited and its output was delivered
 	log      *logTail
+	// logs is the container log: stdout and stderr lines as the runtime
+	// would write them (whole lines, in the order they completed).
+	logs *containerLog
 }
 
 // sink is one attach session's output side.
@@ -40,9 +44,10 @@ type sink struct {
 func (s *sink) fail() { s.once.Do(func() { close(s.broken) }) }
 
 // start starts cmd with pipes for its standard streams.
-func startContainer(ns, pod, name string, cmd *exec.Cmd) (*Container, error) {
+func startContainer(ns, pod, name string, cmd *exec.Cmd, logLimit int) (*Container, error) {
 	c := &Container{Namespace: ns, Pod: pod, Name: name, cmd: cmd,
-		outs: map[*sink]struct{}{}, done: make(chan struct{}), log: newLogTail(64 * 1024)}
+		outs: map[*sink]struct{}{}, done: make(chan struct{}), log: newLogTail(64 * 1024),
+		logs: &containerLog{limit: logLimit}}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("container %s: stdin pipe: %w", name, err)
@@ -61,8 +66,8 @@ func startContainer(ns, pod, name string, cmd *exec.Cmd) (*Container, error) {
 	c.stdin = stdin
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); c.fanOut(stdout, func(s *sink) io.Writer { return s.out }, nil) }()
-	go func() { defer wg.Done(); c.fanOut(stderr, func(s *sink) io.Writer { return s.err }, c.log) }()
+	go func() { defer wg.Done(); c.fanOut(stdout, func(s *sink) io.Writer { return s.out }, nil, 0) }()
+	go func() { defer wg.Done(); c.fanOut(stderr, func(s *sink) io.Writer { return s.err }, c.log, 1) }()
 	go func() {
 		wg.Wait()
 		err := cmd.Wait()
@@ -86,11 +91,13 @@ func startContainer(ns, pod, name string, cmd *exec.Cmd) (*Container, error) {
 
 // fanOut copies r to the writer pick selects from every attached sink, and
 // to tail if set.
-func (c *Container) fanOut(r io.Reader, pick func(*sink) io.Writer, tail *logTail) {
+func (c *Container) fanOut(r io.Reader, pick func(*sink) io.Writer, tail *logTail, stream int) {
 	buf := make([]byte, 32*1024)
+	defer c.logs.flush(stream)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
+			c.logs.write(stream, buf[:n])
 			if tail != nil {
 				tail.Write(buf[:n])
 			}
@@ -192,6 +199,59 @@ func (c *Container) Kill() {
 		_ = c.cmd.Process.Kill()
 	}
 	<-c.done
+}
+
+// Log returns the container log (what pods/log serves).
+func (c *Container) Log() []byte { return c.logs.bytes() }
+
+// containerLog is a container log: complete lines of both streams, like a
+// runtime's log file. With a limit it drops its oldest lines ("rotation").
+type containerLog struct {
+	mu      sync.Mutex
+	limit   int
+	lines   []byte
+	partial [2][]byte
+}
+
+func (l *containerLog) write(stream int, p []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial[stream] = append(l.partial[stream], p...)
+	for {
+		i := bytes.IndexByte(l.partial[stream], '\n')
+		if i < 0 {
+			return
+		}
+		l.lines = append(l.lines, l.partial[stream][:i+1]...)
+		l.partial[stream] = append(l.partial[stream][:0], l.partial[stream][i+1:]...)
+		l.rotate()
+	}
+}
+
+// flush ends a stream: its unterminated last line goes to the log.
+func (l *containerLog) flush(stream int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.partial[stream]) > 0 {
+		l.lines = append(l.lines, l.partial[stream]...)
+		l.lines = append(l.lines, '\n')
+		l.partial[stream] = nil
+		l.rotate()
+	}
+}
+
+// rotate drops whole lines from the start while the log exceeds its limit.
+func (l *containerLog) rotate() {
+	for l.limit > 0 && len(l.lines) > l.limit {
+		i := bytes.IndexByte(l.lines, '\n')
+		l.lines = append(l.lines[:0], l.lines[i+1:]...)
+	}
+}
+
+func (l *containerLog) bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.lines)
 }
 
 // logTail keeps the last bytes written to it.

@@ -10,6 +10,7 @@
 //
 //	GET      /api/v1/namespaces/NS/pods/POD          a minimal Pod with the container states
 //	GET|POST /api/v1/namespaces/NS/pods/POD/attach   attach (WebSocket v5 or SPDY)
+//	GET      /api/v1/namespaces/NS/pods/POD/log      the container log (stdout and stderr lines)
 //
 // Attach tokens of the streaming server are single-use, so the front
 // handler mints one per request (Server.GetAttach), like the kubelet does.
@@ -52,6 +53,9 @@ type Options struct {
 	NoWebSocket bool
 	// Logger receives the server's diagnostics; nil discards them.
 	Logger *slog.Logger
+	// LogLimit bounds each container's log (pods/log) in bytes, dropping
+	// the oldest lines like a kubelet's log rotation; 0 keeps everything.
+	LogLimit int
 }
 
 // Server is the front handler plus the streaming server.
@@ -141,7 +145,7 @@ func key(ns, pod, container string) string { return ns + "/" + pod + "/" + conta
 // container in this server; adding another container to the same pod
 // replaces the pod's default.
 func (s *Server) AddContainer(ns, pod, name string, cmd *exec.Cmd) (*Container, error) {
-	c, err := startContainer(ns, pod, name, cmd)
+	c, err := startContainer(ns, pod, name, cmd, s.opts.LogLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +184,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.servePod(w, ns, pod)
 	case len(parts) == 7 && parts[6] == "attach" && (r.Method == http.MethodGet || r.Method == http.MethodPost):
 		s.serveAttach(w, r, ns, pod)
+	case len(parts) == 7 && parts[6] == "log" && r.Method == http.MethodGet:
+		c := s.container(ns, pod, r.URL.Query().Get("container"))
+		if c == nil {
+			writeStatus(w, apierrors.NewNotFound(corev1.Resource("pods"), pod))
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write(c.Log())
 	default:
 		writeStatus(w, apierrors.NewMethodNotSupported(corev1.Resource("pods"), r.Method))
 	}

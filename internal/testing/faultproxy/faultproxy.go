@@ -45,6 +45,7 @@ type Proxy struct {
 	conns map[*link]struct{}
 
 	cutting  atomic.Bool
+	blocked  atomic.Bool
 	cuts     atomic.Int64
 	accepted atomic.Int64
 	wg       sync.WaitGroup
@@ -82,6 +83,11 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // SetCutting turns the random cutting on or off. Connections opened while
 // it is off are never cut at random.
 func (p *Proxy) SetCutting(on bool) { p.cutting.Store(on) }
+
+// SetBlocked makes the proxy reset every new connection at once (an
+// unreachable server) until it is called with false. Open connections are
+// not touched: CutAll them.
+func (p *Proxy) SetBlocked(on bool) { p.blocked.Store(on) }
 
 // Cuts returns how many connections the proxy has cut so far.
 func (p *Proxy) Cuts() int { return int(p.cuts.Load()) }
@@ -159,6 +165,10 @@ func (p *Proxy) budget() (bytes int64, life time.Duration) {
 
 func (p *Proxy) serve(client net.Conn) {
 	defer p.wg.Done()
+	if p.blocked.Load() {
+		reset(client)
+		return
+	}
 	server, err := net.DialTimeout("tcp", p.target, 10*time.Second)
 	if err != nil {
 		p.logf("fault proxy: dial %s: %v", p.target, err)

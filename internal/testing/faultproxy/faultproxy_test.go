@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -133,5 +134,35 @@ func TestCutAllAndMaxCuts(t *testing.T) {
 	}
 	if p.Cuts() != 2 {
 		t.Fatalf("Cuts() = %d, want 2", p.Cuts())
+	}
+}
+
+func TestBlocked(t *testing.T) {
+	p, err := Start(echoServer(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.SetBlocked(true)
+	// The reset may even beat the end of the dial.
+	if c, err := net.Dial("tcp", p.Addr()); err == nil {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("a blocked proxy kept a connection open: %v", err)
+		}
+		c.Close()
+	}
+	p.SetBlocked(false)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, make([]byte, 2)); err != nil {
+		t.Fatalf("unblocked proxy: %v", err)
 	}
 }
