@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -230,4 +231,56 @@ func TestKubeAttachFromNewProcess(t *testing.T) {
 // tetherSelector selects Tether's objects.
 func tetherSelector() metav1.ListOptions {
 	return metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedByValue}
+}
+
+// TestKubeAttachAfterShimExited: the runner dies, the job finishes, the
+// shim ends itself at its idle timeout; `tether attach` from a new process
+// still gets the whole output and the exit code, from the container log.
+func TestKubeAttachAfterShimExited(t *testing.T) {
+	c := NewCluster(t)
+	bin := buildTether(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "afterexit")
+	script, want := steadyScript(30, "0.1", 7)
+	paths := writeScripts(t, []string{"job.sh"}, map[string]string{"job.sh": script})
+
+	run := exec.Command(bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns,
+		"--idle-timeout", "3s", paths[0])
+	run.Env = append(run.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	first := &safeBuffer{}
+	var runErr bytes.Buffer
+	run.Stdout, run.Stderr = first, &runErr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !bytes.Contains(first.Bytes(), []byte("line 3 ")) {
+		if time.Now().After(deadline) {
+			_ = run.Process.Kill()
+			_ = run.Wait()
+			t.Fatalf("tether run produced no output in time; stderr:\n%s", runErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = run.Process.Kill()
+	_ = run.Wait()
+
+	list, err := c.Client.CoreV1().Pods(ns).List(ctx, tetherSelector())
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("%v pods (err %v), want 1", len(list.Items), err)
+	}
+	name := list.Items[0].Name
+	c.DumpPodOnFailure(t, ns, name)
+	// The job ends about 3 s later, the shim 3 s after that (idle).
+	c.WaitPodPhase(ctx, t, ns, name, corev1.PodFailed, 2*time.Minute)
+
+	res := runCLI(ctx, t, c, bin, "attach", "-n", ns, "--delete", name)
+	t.Logf("tether attach stderr:\n%s", res.stderr)
+	if res.stdout != want {
+		t.Fatalf("tether attach output:\n got %q\nwant %q", res.stdout, want)
+	}
+	if res.code != 7 {
+		t.Fatalf("tether attach exit code %d, want 7", res.code)
+	}
+	waitNoTetherObjects(ctx, t, c, ns, 90*time.Second)
 }
