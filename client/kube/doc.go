@@ -7,12 +7,12 @@
 // variables in a Secret (envFrom); both carry an ownerReference to the pod,
 // so deleting the pod garbage-collects them.
 //
-// A runner uses it in four steps:
+// A runner uses it in a few steps (Example shows them with error handling):
 //
-//	cfg, ns, _ := kube.LoadConfig(kube.ConfigOptions{})          // kubectl's rules
+//	cfg, ns, _ := kube.LoadConfig(kube.ConfigOptions{})           // kubectl's rules
 //	objs, _ := kube.Build(kube.Spec{Namespace: ns, Image: "alpine:3", Scripts: scripts})
-//	pod, _ := kube.Create(ctx, cs, objs, logger)                   // pod first, then owned objects
-//	_ = pod.WaitRunning(ctx, kube.WaitOptions{Logger: logger})     // prints events, fails fast
+//	pod, _ := kube.Create(ctx, clientset, objs, logger)             // pod first, then owned objects
+//	_ = pod.WaitRunning(ctx, kube.WaitOptions{})                    // logs events, fails fast
 //	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{}), objs.Job, opts)
 //	_ = pod.Delete(context.WithoutCancel(ctx))
 //
@@ -20,5 +20,8 @@
 // with client-go's remotecommand: WebSocket (v5) first, SPDY when the
 // WebSocket upgrade fails, as kubectl does. Each Connect is one attach
 // session; the client session re-attaches after a drop and resumes the
-// shim's record stream, so nothing is lost or repeated.
+// shim's record stream, so nothing is lost or repeated. When the container
+// has already ended, the transport replays the container's log instead, so
+// a job that finished (or hit its deadline) while nobody was attached still
+// reports its output and outcome.
 package kube

@@ -2,10 +2,13 @@ package kube_test
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"k8s.io/klog/v2"
 )
 
 // shimPath is the tether-shim binary TestMain builds.
@@ -16,6 +19,9 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	// client-go's klog reports every dropped stream as an "Unhandled Error";
+	// the tests cut streams on purpose and check the outcome instead.
+	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
 	dir, err := os.MkdirTemp("", "tether-kube-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kube tests:", err)
