@@ -147,9 +147,10 @@ func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface)
 			return name, fmt.Errorf("container %s of pod %s/%s terminated (exit code %d, %s%s): %w: %w",
 				st.Name, t.Namespace, t.Pod, term.ExitCode, term.Reason, message(term.Message), client.ErrShimGone, errTerminated)
 		}
-		if st.State.Running == nil {
-			return name, fmt.Errorf("container %s of pod %s/%s is not running yet", st.Name, t.Namespace, t.Pod)
-		}
+		// Running, or not yet in the status: the kubelet updates the status
+		// up to a second after the container started (its "Started" event
+		// ends WaitRunning earlier), and it attaches by asking the runtime.
+		// A container that really has not started fails the attach.
 		return name, nil
 	}
 	switch pod.Status.Phase {
@@ -157,7 +158,7 @@ func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface)
 		return name, fmt.Errorf("pod %s/%s has ended (%s%s): %w", t.Namespace, t.Pod, pod.Status.Phase,
 			message(pod.Status.Message), client.ErrShimGone)
 	}
-	return name, fmt.Errorf("container %s of pod %s/%s has not started yet", name, t.Namespace, t.Pod)
+	return name, nil
 }
 
 func message(m string) string {

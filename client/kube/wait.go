@@ -80,17 +80,17 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 
 	evCtx, stopEvents := context.WithCancel(ctx)
 	eventsDone := make(chan struct{})
-	fatal := make(chan error, 1)
+	verdict := make(chan error, 1)
 	go func() {
 		defer close(eventsDone)
-		p.followEvents(evCtx, fatal)
+		p.followEvents(evCtx, verdict)
 	}()
 	defer func() {
 		stopEvents()
 		<-eventsDone
 	}()
 
-	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}, fatal: fatal}
+	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}, verdict: verdict}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -114,7 +114,7 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 			return err
 		}
 		select {
-		case err := <-fatal:
+		case err := <-verdict:
 			return err
 		default:
 		}
@@ -144,7 +144,7 @@ type waiter struct {
 	last      *corev1.Pod
 	lastPhase corev1.PodPhase
 	since     map[string]time.Time // when a lingering problem was first seen
-	fatal     <-chan error         // failures the pod's events reveal before its status does
+	verdict   <-chan error         // what the pod's events reveal before its status does: nil started, else failed
 }
 
 // follow assesses the pod on every watch event and tick. It returns
@@ -154,8 +154,8 @@ func (w *waiter) follow(ctx context.Context, watcher watch.Interface, tick <-cha
 		select {
 		case <-ctx.Done():
 			return false, context.Cause(ctx)
-		case err := <-w.fatal:
-			return false, err
+		case err := <-w.verdict:
+			return err == nil, err
 		case <-tick:
 			if w.last != nil {
 				if done, err := w.assess(w.last, time.Now()); done || err != nil {
@@ -270,10 +270,12 @@ func containerSummary(pod *corev1.Pod) string {
 	return b.String()
 }
 
-// followEvents logs the pod's events until ctx ends. An event that says an
-// image cannot be pulled is sent to fatal: the kubelet reports it in an
-// event seconds before the pod's status shows it.
-func (p *Pod) followEvents(ctx context.Context, fatal chan<- error) {
+// followEvents logs the pod's events until ctx ends. The kubelet's events
+// come before the pod's status catches up (by up to seconds), so two of
+// them decide the wait: "Started" for the shim's container sends nil to
+// verdict (attach can begin), an image that cannot be pulled sends the
+// error.
+func (p *Pod) followEvents(ctx context.Context, verdict chan<- error) {
 	sel := fields.Set{"involvedObject.name": p.Name, "involvedObject.kind": "Pod"}
 	if p.UID != "" {
 		sel["involvedObject.uid"] = string(p.UID)
@@ -288,7 +290,14 @@ func (p *Pod) followEvents(ctx context.Context, fatal chan<- error) {
 		seen[key] = true
 		if err := pullFailure(ev); err != nil {
 			select {
-			case fatal <- err:
+			case verdict <- err:
+			default:
+			}
+		}
+		if ev.Type == corev1.EventTypeNormal && ev.Reason == "Started" &&
+			ev.InvolvedObject.FieldPath == "spec.containers{"+p.Container+"}" {
+			select {
+			case verdict <- nil:
 			default:
 			}
 		}
