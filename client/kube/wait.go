@@ -281,9 +281,9 @@ func (p *Pod) followEvents(ctx context.Context, verdict chan<- error) {
 		sel["involvedObject.uid"] = string(p.UID)
 	}
 	opts := metav1.ListOptions{FieldSelector: sel.AsSelector().String()}
-	seen := map[string]bool{} // repeats of an event (same reason and message) are logged once
+	seen := map[string]bool{} // repeats of an event (same reason, container and message) are logged once
 	log := func(ev *corev1.Event) {
-		key := ev.Type + "\x00" + ev.Reason + "\x00" + ev.Message
+		key := ev.Type + "\x00" + ev.Reason + "\x00" + ev.InvolvedObject.FieldPath + "\x00" + ev.Message
 		if seen[key] {
 			return
 		}

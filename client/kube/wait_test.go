@@ -183,3 +183,49 @@ func TestPullFailureEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitRunningEndsAtStartedEvent: the kubelet's "Started" event for the
+// build container ends the wait before the pod's status says Running; the
+// same event for the init container does not.
+func TestWaitRunningEndsAtStartedEvent(t *testing.T) {
+	cs := fakeCluster()
+	objs, err := Build(testSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := Create(ctx, cs, objs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(name, fieldPath string) {
+		ev := &corev1.Event{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ci", Name: p.Name, UID: p.UID,
+				FieldPath: fieldPath},
+			Type: corev1.EventTypeNormal, Reason: "Started", Message: "Started container",
+		}
+		if _, err := cs.CoreV1().Events("ci").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.WaitRunning(ctx, WaitOptions{Timeout: 10 * time.Second}) }()
+	time.Sleep(200 * time.Millisecond)
+	event("init-started", "spec.initContainers{"+InitContainer+"}")
+	select {
+	case err := <-done:
+		t.Fatalf("WaitRunning ended at the init container's Started event: %v", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	event("build-started", "spec.containers{"+BuildContainer+"}")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("WaitRunning: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitRunning did not end at the build container's Started event")
+	}
+}
