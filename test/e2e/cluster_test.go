@@ -502,9 +502,11 @@ type ShimStream struct {
 	stdin   *io.PipeWriter
 	records chan protocol.Record
 	cancel  context.CancelFunc
-	done    chan struct{}
+	done    chan struct{} // closed when the attach has ended
+	decoded chan struct{} // closed when the decoder has stopped
 	mu      sync.Mutex
 	err     error // the attach's end
+	bad     error // the first malformed record, reported by Close
 	stderr  *lockedBuffer
 }
 
@@ -534,7 +536,7 @@ func (c *Cluster) AttachShim(ctx context.Context, t testing.TB, mode AttachMode,
 	outR, outW := io.Pipe()
 	s := &ShimStream{
 		t: t, stdin: inW, records: make(chan protocol.Record, 1024),
-		cancel: cancel, done: make(chan struct{}), stderr: &lockedBuffer{},
+		cancel: cancel, done: make(chan struct{}), decoded: make(chan struct{}), stderr: &lockedBuffer{},
 	}
 	go func() {
 		defer close(s.done)
@@ -546,13 +548,18 @@ func (c *Cluster) AttachShim(ctx context.Context, t testing.TB, mode AttachMode,
 		_ = inR.Close()
 	}()
 	go func() {
+		defer close(s.decoded)
 		defer close(s.records)
 		dec := protocol.NewDecoder(outR)
 		for {
 			rec, err := dec.Next()
 			if err != nil {
 				if errors.Is(err, protocol.ErrMalformed) {
-					t.Errorf("malformed record from the shim: %v", err)
+					s.mu.Lock()
+					if s.bad == nil {
+						s.bad = err
+					}
+					s.mu.Unlock()
 					continue
 				}
 				return
@@ -639,7 +646,8 @@ func (s *ShimStream) Stderr() string { return s.stderr.String() }
 // Done is closed when the attach has ended.
 func (s *ShimStream) Done() <-chan struct{} { return s.done }
 
-// Close ends the attach and waits (at most 10 s) for it to finish.
+// Close ends the attach, waits (at most 10 s) for it to finish, and fails
+// the test if the shim wrote a malformed record.
 func (s *ShimStream) Close() {
 	s.cancel()
 	_ = s.stdin.Close()
@@ -647,5 +655,24 @@ func (s *ShimStream) Close() {
 	case <-s.done:
 	case <-time.After(10 * time.Second):
 		s.t.Errorf("attach did not end within 10s of its cancel")
+		return
+	}
+	// The decoder stops once it has read what the attach delivered; a
+	// reader that stopped reading records leaves it blocked, so drain.
+	for {
+		select {
+		case <-s.decoded:
+			s.mu.Lock()
+			bad := s.bad
+			s.mu.Unlock()
+			if bad != nil {
+				s.t.Errorf("the shim wrote a malformed record: %v", bad)
+			}
+			return
+		case <-s.records:
+		case <-time.After(10 * time.Second):
+			s.t.Errorf("record decoder did not stop within 10s of the attach's end")
+			return
+		}
 	}
 }
