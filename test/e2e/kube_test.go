@@ -42,15 +42,33 @@ func repoRoot(t testing.TB) string {
 	return filepath.Clean(filepath.Join(wd, "..", ".."))
 }
 
-// buildTether builds the tether CLI into a temporary directory.
-func buildTether(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tether")
+// tetherCLI builds the tether CLI once per test process, into the node's
+// state directory (removed with the node), and returns its path.
+var tetherCLI = sync.OnceValues(func() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	dir := os.Getenv("TETHER_E2E_DIR")
+	if dir == "" {
+		dir = "/var/tmp/tether-e2e"
+	}
+	bin := filepath.Join(dir, "cli", strconv.Itoa(os.Getpid()), "tether")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/client")
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = filepath.Join(wd, "..", "..")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the tether CLI: %v\n%s", err, out)
+		return "", fmt.Errorf("build the tether CLI: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// buildTether returns the tether CLI built from this checkout.
+func buildTether(t testing.TB) string {
+	t.Helper()
+	bin, err := tetherCLI()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -372,4 +390,27 @@ func (w *splitHasher) Write(p []byte) (int, error) {
 	w.n += k
 	w.rest.Write(p[k:])
 	return len(p), nil
+}
+
+// TestKubeRunKeep: with --keep the pod (ended) and its objects stay.
+func TestKubeRunKeep(t *testing.T) {
+	c := NewCluster(t)
+	bin := buildTether(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "keep")
+	paths := writeScripts(t, []string{"job.sh"}, map[string]string{"job.sh": "echo kept\n"})
+	res := runCLI(ctx, t, c, bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns,
+		"--env", "A=b", "--keep", paths[0])
+	if res.code != 0 || res.stdout != "kept\n" {
+		t.Fatalf("exit %d, stdout %q; stderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	pods, cms, secrets := tetherObjects(ctx, t, c, ns)
+	if pods != 1 || cms != 1 || secrets != 1 {
+		t.Fatalf("%d pods, %d ConfigMaps, %d Secrets after --keep; want 1 of each", pods, cms, secrets)
+	}
+	list, err := c.Client.CoreV1().Pods(ns).List(ctx, tetherSelector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPodPhase(ctx, t, ns, list.Items[0].Name, corev1.PodSucceeded, time.Minute)
 }
