@@ -28,12 +28,26 @@ type Pod struct {
 	// Namespace, Name and UID identify the pod.
 	Namespace, Name string
 	UID             types.UID
-	// Container is the container the shim runs in.
+	// Container is the container the shim runs in ("" means BuildContainer).
 	Container string
 	// Job is the job to send to the shim.
 	Job client.Job
-	// Logger receives progress (pod events, phase changes); never nil.
+	// Logger receives progress (pod events, phase changes); nil discards it.
 	Logger *slog.Logger
+}
+
+func (p *Pod) container() string {
+	if p.Container == "" {
+		return BuildContainer
+	}
+	return p.Container
+}
+
+func (p *Pod) logger() *slog.Logger {
+	if p.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Logger
 }
 
 // Create creates objs: the pod first, then the ConfigMap and the Secret
@@ -103,14 +117,14 @@ func (p *Pod) Delete(ctx context.Context) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	p.Logger.Info("pod deleted", "pod", p.Namespace+"/"+p.Name)
+	p.logger().Info("pod deleted", "pod", p.Namespace+"/"+p.Name)
 	return nil
 }
 
 // Transport returns the attach transport of the pod's build container.
 func (p *Pod) Transport(cfg *rest.Config, opts TransportOptions) *Transport {
 	return &Transport{Config: cfg, Client: p.Client, Namespace: p.Namespace, Pod: p.Name,
-		Container: p.Container, Options: opts}
+		Container: p.container(), Options: opts}
 }
 
 // Get returns the pod's current state.

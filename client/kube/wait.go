@@ -102,7 +102,7 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			p.Logger.Warn("reading the pod failed; retrying", "err", err)
+			p.logger().Warn("reading the pod failed; retrying", "err", err)
 			select {
 			case <-ctx.Done():
 				return context.Cause(ctx)
@@ -123,7 +123,7 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 			ResourceVersion: cur.ResourceVersion,
 		})
 		if err != nil {
-			p.Logger.Debug("watching the pod failed; retrying", "err", err)
+			p.logger().Debug("watching the pod failed; retrying", "err", err)
 			continue
 		}
 		done, err := w.follow(ctx, watcher, tick.C)
@@ -190,7 +190,7 @@ func (w *waiter) assess(pod *corev1.Pod, now time.Time) (bool, error) {
 	name := pod.Namespace + "/" + pod.Name
 	if pod.Status.Phase != w.lastPhase {
 		w.lastPhase = pod.Status.Phase
-		w.pod.Logger.Info("pod phase", "pod", name, "phase", pod.Status.Phase)
+		w.pod.logger().Info("pod phase", "pod", name, "phase", pod.Status.Phase)
 	}
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded, corev1.PodFailed:
@@ -240,7 +240,7 @@ func (w *waiter) assess(pod *corev1.Pod, now time.Time) (bool, error) {
 		return false, nil
 	}
 	for _, c := range pod.Status.ContainerStatuses {
-		if c.Name == w.pod.Container && c.State.Running != nil {
+		if c.Name == w.pod.container() && c.State.Running != nil {
 			return true, nil
 		}
 	}
@@ -295,7 +295,7 @@ func (p *Pod) followEvents(ctx context.Context, verdict chan<- error) {
 			}
 		}
 		if ev.Type == corev1.EventTypeNormal && ev.Reason == "Started" &&
-			ev.InvolvedObject.FieldPath == "spec.containers{"+p.Container+"}" {
+			ev.InvolvedObject.FieldPath == "spec.containers{"+p.container()+"}" {
 			select {
 			case verdict <- nil:
 			default:
@@ -303,9 +303,9 @@ func (p *Pod) followEvents(ctx context.Context, verdict chan<- error) {
 		}
 		attrs := []any{"pod", p.Namespace + "/" + p.Name, "reason", ev.Reason, "message", ev.Message}
 		if ev.Type == corev1.EventTypeWarning {
-			p.Logger.Warn("pod event", attrs...)
+			p.logger().Warn("pod event", attrs...)
 		} else {
-			p.Logger.Info("pod event", attrs...)
+			p.logger().Info("pod event", attrs...)
 		}
 	}
 	for ctx.Err() == nil {
