@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
@@ -36,6 +37,9 @@ type kubeEnv struct {
 }
 
 func newKubeEnv(kubeconfig string) (*kubeEnv, error) {
+	// client-go's klog reports a WebSocket the session closed on purpose
+	// as an error; the session reports real trouble itself.
+	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
 	cfg, ns, err := kube.LoadConfig(kube.ConfigOptions{Kubeconfig: kubeconfig})
 	if err != nil {
 		return nil, err

@@ -196,6 +196,8 @@ func memorySection(ctx context.Context, cfg *config, ws *workspace, log *slog.Lo
 	}
 	sec.tabs = append(sec.tabs, big)
 	sec.notes = append(sec.notes, fmt.Sprintf("VmRSS of the tether-shim process sampled every %s from /proc; VmHWM (peak RSS) read just before the shim exits. "+
-		"\"Flat\" means the last 10%% of the run peaks no more than 1 MiB above the first 10%%.", rssInterval))
+		"\"Flat\" means the last 10%% of the run peaks no more than 1 MiB above the first 10%%. "+
+		"The spool run writes the whole record stream to a file in %s: once the page cache's dirty-page limit is reached its speed is the disk's, "+
+		"which is why it is slower than the 1 GiB runs above.", rssInterval, os.TempDir()))
 	return sec, nil
 }

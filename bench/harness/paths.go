@@ -23,6 +23,8 @@ type outcome struct {
 	// shimCPU and clientCPU split a tether run's CPU time between the
 	// shim process (itself, not its scripts) and this process.
 	shimCPU, clientCPU time.Duration
+	// stream is the length of a tether run's record stream in bytes.
+	stream int64
 }
 
 // relayPath carries a script's output to a writer.
@@ -134,7 +136,7 @@ func (p tetherPath) run(ctx context.Context, script string, out io.Writer) (outc
 	if cpuErr != nil {
 		return outcome{}, cpuErr
 	}
-	return outcome{wall: wall, relayCPU: shimCPU - shimCPU0 + selfUsed, shimCPU: shimCPU - shimCPU0, clientCPU: selfUsed}, nil
+	return outcome{wall: wall, relayCPU: shimCPU - shimCPU0 + selfUsed, shimCPU: shimCPU - shimCPU0, clientCPU: selfUsed, stream: res.Offset}, nil
 }
 
 // startAll starts every command or none.

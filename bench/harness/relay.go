@@ -78,7 +78,7 @@ func relaySection(ctx context.Context, cfg *config, ws *workspace, log *slog.Log
 					"GiB/s", fmt.Sprintf("%.3f", throughput(cfg.bytes, oc.wall)), "wall", oc.wall.Round(time.Millisecond))
 			}
 		}
-		t := &table{head: []string{"path (" + s.label + ")", "median GiB/s", "range GiB/s", "vs cat (medians)", "vs cat (bests)", "relay CPU s/GiB"}}
+		t := &table{head: []string{"path (" + s.label + ")", "median GiB/s", "range GiB/s", "vs cat (medians)", "vs cat (bests)", "relay CPU s/GiB", "bytes on the wire"}}
 		base, baseBest := walls(results[0]).median(), walls(results[0]).min()
 		for i, p := range paths {
 			w := walls(results[i])
@@ -88,7 +88,8 @@ func relaySection(ctx context.Context, cfg *config, ws *workspace, log *slog.Log
 				fmt.Sprintf("%.3f–%.3f", throughput(cfg.bytes, w.max()), throughput(cfg.bytes, w.min())),
 				fmt.Sprintf("%.3f×", ratio),
 				fmt.Sprintf("%.3f×", float64(baseBest)/float64(w.min())),
-				fmt.Sprintf("%.2f", cpus(results[i]).median().Seconds()/(float64(cfg.bytes)/(1<<30))))
+				fmt.Sprintf("%.2f", cpus(results[i]).median().Seconds()/(float64(cfg.bytes)/(1<<30))),
+				wire(results[i], cfg.bytes))
 			switch p := p.(type) {
 			case tetherPath:
 				if !p.memoryReplay {
@@ -115,6 +116,15 @@ func gitlabRatio(results [][]outcome, paths []relayPath, base time.Duration) str
 		}
 	}
 	return ""
+}
+
+// wire describes a tether run's record stream size against the output's
+// ("" for the other paths).
+func wire(ocs []outcome, total int64) string {
+	if len(ocs) == 0 || ocs[0].stream == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s records (+%.1f%%)", gib(ocs[0].stream), 100*float64(ocs[0].stream-total)/float64(total))
 }
 
 func walls(ocs []outcome) durations {

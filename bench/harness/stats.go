@@ -58,8 +58,10 @@ func ms(d time.Duration) string {
 		return fmt.Sprintf("%.3f ms", f)
 	case f < 100:
 		return fmt.Sprintf("%.1f ms", f)
+	case f < 10000:
+		return fmt.Sprintf("%.0f ms", f)
 	}
-	return fmt.Sprintf("%.0f ms", f)
+	return fmt.Sprintf("%.1f s", f/1000)
 }
 
 // mib formats bytes in MiB.
