@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 )
@@ -86,12 +84,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	routeKlog(log)
 
-	cfg, ns, err := kube.LoadConfig(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
-	if err != nil {
-		log.Error("cannot reach Kubernetes", "err", err)
-		return exitTether
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cfg, ns, cs, err := kubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
 	if err != nil {
 		log.Error("cannot reach Kubernetes", "err", err)
 		return exitTether

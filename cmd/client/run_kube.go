@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/tether-ci/tether/client"
@@ -26,12 +27,7 @@ const deleteTimeout = 30 * time.Second
 func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io.Writer) int {
 	log := f.Logger
 	routeKlog(log)
-	cfg, ns, err := kube.LoadConfig(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
-	if err != nil {
-		log.Error("cannot reach Kubernetes", "err", err)
-		return exitTether
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cfg, ns, cs, err := kubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
 	if err != nil {
 		log.Error("cannot reach Kubernetes", "err", err)
 		return exitTether
@@ -150,4 +146,18 @@ func (h debugHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h debugHandler) WithGroup(name string) slog.Handler {
 	return debugHandler{h.Handler.WithGroup(name)}
+}
+
+// kubeClients loads the client configuration the kubectl way (KUBECONFIG,
+// --kubeconfig, --context, -n, in-cluster) and builds a clientset for it.
+func kubeClients(opts kube.ConfigOptions) (*rest.Config, string, *kubernetes.Clientset, error) {
+	cfg, ns, err := kube.LoadConfig(opts)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("build a Kubernetes client: %w", err)
+	}
+	return cfg, ns, cs, nil
 }
