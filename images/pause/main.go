@@ -15,8 +15,18 @@ func main() {
 		fmt.Println("tether pause")
 		return
 	}
+	serve(subscribe())
+}
+
+// subscribe starts catching the signals pause acts on.
+func subscribe() <-chan os.Signal {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	return sigs
+}
+
+// serve reaps on SIGCHLD and exits 0 on SIGTERM or SIGINT.
+func serve(sigs <-chan os.Signal) {
 	for s := range sigs {
 		if s == syscall.SIGCHLD {
 			reap()

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,8 +17,10 @@ import (
 // tests run the real main() in a real child process.
 func TestMain(m *testing.M) {
 	if os.Getenv("TETHER_PAUSE_TEST_MAIN") == "1" {
-		main()
-		os.Exit(3) // main returned without a signal: wrong
+		sigs := subscribe()
+		os.Stdout.WriteString("ready\n") // the handlers are installed
+		serve(sigs)
+		os.Exit(3) // serve returned without a signal: wrong
 	}
 	os.Exit(m.Run())
 }
@@ -25,11 +29,26 @@ func startPause(t *testing.T) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "TETHER_PAUSE_TEST_MAIN=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start pause: %v", err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitReady(t, out)
 	return cmd
+}
+
+// waitReady waits for the helper's "ready" line: its handlers are
+// installed (a fixed sleep is not enough on a loaded machine).
+func waitReady(t *testing.T, out io.Reader) {
+	t.Helper()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("pause helper did not report ready: %q %v", line, err)
+	}
 }
 
 func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) error {
@@ -49,7 +68,6 @@ func TestExitsZeroOnTermAndInt(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			cmd := startPause(t)
-			time.Sleep(100 * time.Millisecond) // let it install its handlers
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatalf("signal: %v", err)
 			}
@@ -62,7 +80,6 @@ func TestExitsZeroOnTermAndInt(t *testing.T) {
 
 func TestKeepsRunningOnSIGCHLD(t *testing.T) {
 	cmd := startPause(t)
-	time.Sleep(100 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGCHLD); err != nil {
 		t.Fatalf("signal: %v", err)
 	}
