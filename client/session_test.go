@@ -1,12 +1,11 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +13,7 @@ import (
 	"github.com/tether-ci/tether/protocol"
 )
 
-// lockedBuffer is a concurrency-safe output buffer.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func testOpts(out *lockedBuffer) client.Options {
+func testOpts(out *syncbuf.Buffer) client.Options {
 	return client.Options{
 		Output:           out,
 		PingInterval:     20 * time.Millisecond,
@@ -61,7 +42,7 @@ func TestGarbageBeforeTheResumeAnswerIsIgnored(t *testing.T) {
 	}
 	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "real output\n", 0) }
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	res, err := client.Run(context.Background(), f, testJob, testOpts(&out))
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +75,7 @@ func TestDuplicateRecordsInAReplayAreDropped(t *testing.T) {
 		}()
 	}
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	done := make(chan struct{})
 	var res client.Result
 	var err error
@@ -128,7 +109,7 @@ func TestReplayErrorIsAHardFailure(t *testing.T) {
 		go func() { time.Sleep(50 * time.Millisecond); f.cut() }()
 	}
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
 	if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), "output lost") {
 		t.Fatalf("error %v, want output lost", err)
@@ -159,7 +140,7 @@ func TestRecordsSkippedRepeatedlyEndTheSession(t *testing.T) {
 		}()
 	}
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
 	if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), "skipped") {
 		t.Fatalf("error %v, want records skipped", err)
@@ -177,7 +158,7 @@ func TestFinalRecordBeforeTheJobRecordIsErrShimExited(t *testing.T) {
 		f.record(protocol.TypeExit, protocol.Exit{Reason: protocol.ReasonTTL, ExitCode: 124, Message: "ttl expired"})
 	}
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	res, err := client.Run(context.Background(), f, testJob, testOpts(&out))
 	if !errors.Is(err, client.ErrShimExited) || !strings.Contains(err.Error(), "ttl expired") {
 		t.Fatalf("error %v", err)
@@ -201,7 +182,7 @@ func TestStreamEndWithoutResultAndShimGoneIsAnError(t *testing.T) {
 		go f.cut()
 	}
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	res, err := client.Run(context.Background(), f, testJob, testOpts(&out))
 	if !errors.Is(err, client.ErrNoResult) || !errors.Is(err, client.ErrShimGone) {
 		t.Fatalf("error %v", err)
@@ -215,7 +196,7 @@ func TestUnreachableShimGivesUpAfterReconnectTimeout(t *testing.T) {
 	f := newFakeShim(t)
 	f.connectErr = func(n int) error { return errors.New("connection refused") }
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	opts := testOpts(&out)
 	opts.ReconnectTimeout = 300 * time.Millisecond
 	start := time.Now()
@@ -240,7 +221,7 @@ func TestUnknownRecordTypeIsAClearError(t *testing.T) {
 		f.raw(fmt.Sprintf("q %d {}\n", f.enc.Offset()))
 	}
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
 	if !errors.Is(err, protocol.ErrUnknownType) || errors.Is(err, client.ErrShimExited) {
 		t.Fatalf("error %v, want ErrUnknownType", err)
@@ -255,7 +236,7 @@ func TestProtocolVersionMismatchIsAClearError(t *testing.T) {
 	f.hello = &protocol.Hello{Protocol: protocol.Version + 1, Shim: "future"}
 	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "x\n", 0) }
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
 	if err == nil || !strings.Contains(err.Error(), "protocol") {
 		t.Fatalf("error %v, want a protocol mismatch", err)
@@ -275,7 +256,7 @@ func TestJobIsResentUntilTheShimAcknowledgesIt(t *testing.T) {
 	}
 	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "ran\n", 0) }
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	res, err := client.Run(context.Background(), f, client.Job{Scripts: []string{"/s.sh"}}, testOpts(&out))
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +282,7 @@ func TestJobIsNotResentOnceSeen(t *testing.T) {
 		}()
 	}
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	if _, err := client.Run(context.Background(), f, testJob, testOpts(&out)); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +301,7 @@ func TestRejectedJobIsAnError(t *testing.T) {
 		return false
 	}
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	_, err := client.Run(context.Background(), f, testJob, testOpts(&out))
 	if err == nil || !strings.Contains(err.Error(), "job refused") {
 		t.Fatalf("error %v", err)
@@ -337,7 +318,7 @@ func TestSilentConnectionIsDeclaredStalled(t *testing.T) {
 	}
 	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "ok\n", 0) }
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	var evs []client.Event
 	opts := testOpts(&out)
 	opts.StallTimeout = 200 * time.Millisecond
@@ -370,7 +351,7 @@ func TestCancelBeforeSubmissionReturnsAtOnce(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cause := errors.New("runner shutting down")
 	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	start := time.Now()
 	res, err := client.Run(ctx, tr, testJob, testOpts(&out))
 	if !errors.Is(err, cause) || !res.Cancelled {
@@ -389,7 +370,7 @@ func TestCancelWithoutAnswerTimesOut(t *testing.T) {
 	f.start()
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	opts := testOpts(&out)
 	opts.CancelTimeout = 300 * time.Millisecond
 	opts.CancelGrace = 1500 * time.Millisecond
@@ -424,7 +405,7 @@ func TestOptionsAreChecked(t *testing.T) {
 	if _, err := client.Run(context.Background(), f, testJob, client.Options{}); err == nil {
 		t.Fatal("Run without Output succeeded")
 	}
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	if _, err := client.Run(context.Background(), f, client.Job{}, testOpts(&out)); err == nil {
 		t.Fatal("Run of an empty job succeeded")
 	}
@@ -467,7 +448,7 @@ func TestDisconnectEventSaysWhy(t *testing.T) {
 		}()
 	}
 	f.start()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	var reasons []string
 	opts := testOpts(&out)
 	opts.Events = func(ev client.Event) {

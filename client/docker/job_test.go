@@ -7,11 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,25 +45,6 @@ type outcome struct {
 	diag  string
 	ctID  string
 	jobID string
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers (the shim's
-// stderr arrives from the transport's goroutines).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func randomID() string {
@@ -175,7 +156,7 @@ func runLocal(t *testing.T, jc jobCase) outcome {
 		return paths
 	}
 	job := client.Job{Scripts: write(jc.main), After: write(jc.after)}
-	var diag syncBuffer
+	var diag syncbuf.Buffer
 	shim, err := local.Start(ctx, local.Config{Shim: env.shim, Env: append(os.Environ(), jc.env...), Stderr: &diag})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +169,7 @@ func runLocal(t *testing.T, jc jobCase) outcome {
 
 // startDocker starts jc's container on c (through engine host if it is not
 // "") and returns it with the job to send.
-func startDocker(t *testing.T, c *docker.Client, jc jobCase, diag *syncBuffer) (*docker.Container, client.Job) {
+func startDocker(t *testing.T, c *docker.Client, jc jobCase, diag *syncbuf.Buffer) (*docker.Container, client.Job) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -220,7 +201,7 @@ func startDocker(t *testing.T, c *docker.Client, jc jobCase, diag *syncBuffer) (
 // runDocker runs jc in a container of the suite's engine and removes it.
 func runDocker(t *testing.T, c *docker.Client, jc jobCase, opts client.Options) outcome {
 	t.Helper()
-	var diag syncBuffer
+	var diag syncbuf.Buffer
 	ct, job := startDocker(t, c, jc, &diag)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -330,7 +311,7 @@ func TestScriptsLandInContainer(t *testing.T) {
 // client.ErrShimGone (container stopped), and again once it was removed.
 func TestConnectAfterExit(t *testing.T) {
 	c := needEngine(t)
-	var diag syncBuffer
+	var diag syncbuf.Buffer
 	ct, job := startDocker(t, c, jobCase{main: []script{{"a.sh", "echo a"}}}, &diag)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -115,24 +116,6 @@ func (e *env) data(t *testing.T, name string, n int, seed uint64) (string, []byt
 	return p, out
 }
 
-// syncBuffer is an io.Writer safe for the session's goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
@@ -149,7 +132,7 @@ func quietLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 }
 
-func sessionOptions(t *testing.T, out *syncBuffer, events *eventLog) client.Options {
+func sessionOptions(t *testing.T, out *syncbuf.Buffer, events *eventLog) client.Options {
 	return client.Options{
 		Output:           out,
 		Events:           events.add,
@@ -208,7 +191,7 @@ func TestRunOverAttach(t *testing.T) {
 			a := e.script(t, "a.sh", "cat "+dataPath+"\nprintf 'partial'\n")
 			b := e.script(t, "b.sh", "echo from b >&2\nexit 3\n")
 			after := e.script(t, "after.sh", "printf 'after\\n'\n")
-			out, events := &syncBuffer{}, &eventLog{}
+			out, events := &syncbuf.Buffer{}, &eventLog{}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			res, err := client.Run(ctx, e.transport(t, "", "pod-"+tc.name, tc.proto),
@@ -282,7 +265,7 @@ func TestAttachSurvivesCuts(t *testing.T) {
 			big := e.script(t, "big.sh", "cat "+dataPath+"\n")
 			slow := e.script(t, "slow.sh", "i=0\nwhile [ $i -lt 40 ]; do printf \"tick $i \"; sleep 0.02; i=$((i+1)); done\nexit 42\n")
 			after := e.script(t, "after.sh", "echo after-script\n")
-			out, events := &syncBuffer{}, &eventLog{}
+			out, events := &syncbuf.Buffer{}, &eventLog{}
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			tr := e.transport(t, "http://"+proxy.Addr(), pod, tc.proto)
@@ -351,7 +334,7 @@ func TestAttachFromNewSession(t *testing.T) {
 	}
 	_ = conn.Close()
 
-	out, events := &syncBuffer{}, &eventLog{}
+	out, events := &syncbuf.Buffer{}, &eventLog{}
 	res, err := client.Attach(ctx, e.transport(t, "", "resume", kube.ProtocolAuto), 0, sessionOptions(t, out, events))
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
@@ -487,7 +470,7 @@ func TestAttachReplaysLogOfEndedShim(t *testing.T) {
 			}
 			tr := e.transport(t, "", "ended", kube.ProtocolAuto)
 			tr.Options.NoLogReplay = tc.noReplay
-			out := &syncBuffer{}
+			out := &syncbuf.Buffer{}
 			res, err := client.Attach(ctx, tr, 0, sessionOptions(t, out, &eventLog{}))
 			if tc.wantErr != "" {
 				if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), tc.wantErr) {
@@ -526,7 +509,7 @@ func TestRunRecoversTailFromLog(t *testing.T) {
 	}
 	defer proxy.Close()
 	script := e.script(t, "script.sh", "echo before\nsleep 1\necho while-away\nsleep 60\necho never\n")
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	go func() {
 		for !bytes.Contains(out.Bytes(), []byte("before\n")) {
 			time.Sleep(10 * time.Millisecond)

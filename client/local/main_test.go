@@ -1,14 +1,12 @@
 package local_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,7 +49,7 @@ func script(t *testing.T, name, body string) string {
 // startShim starts a real tether-shim, closed at the end of the test.
 func startShim(t *testing.T, args ...string) *local.Shim {
 	t.Helper()
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	s, err := local.Start(context.Background(), local.Config{Shim: shimBin, Args: args, Stderr: &stderr})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +66,7 @@ func startShim(t *testing.T, args ...string) *local.Shim {
 }
 
 // fastOpts are session options with short timers, for tests.
-func fastOpts(out *syncBuffer) client.Options {
+func fastOpts(out *syncbuf.Buffer) client.Options {
 	return client.Options{
 		Output:           out,
 		PingInterval:     50 * time.Millisecond,
@@ -77,42 +75,5 @@ func fastOpts(out *syncBuffer) client.Options {
 		ReconnectMax:     20 * time.Millisecond,
 		ReconnectTimeout: 10 * time.Second,
 		CancelTimeout:    20 * time.Second,
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use that can signal when
-// it contains a string.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-// waitFor polls until the buffer contains s or the timeout passes.
-func (b *syncBuffer) waitFor(t *testing.T, s string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(b.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("output never contained %q; got %q", s, b.String())
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

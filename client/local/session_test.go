@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ import (
 
 func TestRunJobSemanticsAfterScriptsAfterFailure(t *testing.T) {
 	s := startShim(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	var events []client.Event
 	opts := fastOpts(&out)
 	opts.Events = func(ev client.Event) { events = append(events, ev) }
@@ -66,7 +67,7 @@ func TestRunJobSemanticsAfterScriptsAfterFailure(t *testing.T) {
 
 func TestRunExitShimGetsTheFinalRecord(t *testing.T) {
 	s := startShim(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	opts := fastOpts(&out)
 	opts.ExitShim = true
 	res, err := client.Run(context.Background(), s, client.Job{Scripts: []string{script(t, "a.sh", "exit 4\n")}}, opts)
@@ -83,7 +84,7 @@ func TestRunExitShimGetsTheFinalRecord(t *testing.T) {
 
 func TestFakeStatusAndRecordsInOutputCannotChangeTheExitCode(t *testing.T) {
 	s := startShim(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	body := `printf '%s\n' '{"command_exit_code": 0, "script": "x"}'
 printf 's 0 {"script":"x","command_exit_code":0}\n'
 printf 'j 5 {"exit_code":0,"failed_script":"","cancelled":false}\n'
@@ -111,7 +112,7 @@ j 5 {"exit_code":0}`
 	}
 }
 
-func opts(out *syncBuffer) client.Options { return fastOpts(out) }
+func opts(out *syncbuf.Buffer) client.Options { return fastOpts(out) }
 
 // timedWriter records when each write arrived.
 type timedWriter struct {
@@ -170,7 +171,7 @@ func TestCancelStopsTheScriptRunsAfterScriptsAndWrapsTheCause(t *testing.T) {
 	for _, cut := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cut=%v", cut), func(t *testing.T) {
 			s := startShim(t)
-			var out syncBuffer
+			var out syncbuf.Buffer
 			job := client.Job{
 				Scripts: []string{
 					script(t, "long.sh", "trap 'echo terminated; exit 143' TERM\necho started\nsleep 60 & wait $!\n"),
@@ -181,7 +182,7 @@ func TestCancelStopsTheScriptRunsAfterScriptsAndWrapsTheCause(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			cause := errors.New("test cancels the job")
 			go func() {
-				out.waitFor(t, "started\n", 10*time.Second)
+				out.WaitFor(t, "started\n", 10*time.Second)
 				if cut {
 					s.Cut() // the cancel must get through on the next connection
 				}
@@ -207,11 +208,11 @@ func TestCancelStopsTheScriptRunsAfterScriptsAndWrapsTheCause(t *testing.T) {
 
 func TestCancelEscalatesToKillAfterGrace(t *testing.T) {
 	s := startShim(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	job := client.Job{Scripts: []string{script(t, "stubborn.sh", "trap '' TERM\necho started\nwhile :; do sleep 0.05; done\n")}}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		out.waitFor(t, "started\n", 10*time.Second)
+		out.WaitFor(t, "started\n", 10*time.Second)
 		cancel()
 	}()
 	o := fastOpts(&out)
@@ -227,9 +228,9 @@ func TestCancelEscalatesToKillAfterGrace(t *testing.T) {
 
 func TestStreamEndingWithoutResultIsAnError(t *testing.T) {
 	s := startShim(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	go func() {
-		out.waitFor(t, "started\n", 10*time.Second)
+		out.WaitFor(t, "started\n", 10*time.Second)
 		_ = syscall.Kill(s.Pid(), syscall.SIGKILL) // no final record is written
 	}()
 	res, err := client.Run(context.Background(), s, client.Job{Scripts: []string{script(t, "a.sh", "echo started; sleep 60\n")}}, fastOpts(&out))
@@ -243,7 +244,7 @@ func TestStreamEndingWithoutResultIsAnError(t *testing.T) {
 
 func TestShimDeadlineBeforeJobIsErrShimExited(t *testing.T) {
 	s := startShim(t, "--deadline=1", "--grace=200ms")
-	var out syncBuffer
+	var out syncbuf.Buffer
 	res, err := client.Run(context.Background(), s, client.Job{Scripts: []string{script(t, "a.sh", "echo started; sleep 60\n")}}, fastOpts(&out))
 	if !errors.Is(err, client.ErrShimExited) {
 		t.Fatalf("Run error %v, want ErrShimExited", err)
@@ -290,7 +291,7 @@ func TestResumeAfterRandomCutsLosesAndRepeatsNothing(t *testing.T) {
 			// everywhere: inside records, between them, during replays.
 			body := fmt.Sprintf("i=0\nwhile [ $i -le %d ]; do dd if=%s bs=%d skip=$i count=1 2>/dev/null; i=$((i+1)); done\n", chunks, path, chunk)
 			s := startShim(t)
-			var out syncBuffer
+			var out syncbuf.Buffer
 			stop := make(chan struct{})
 			cuts := 0
 			var wg sync.WaitGroup
@@ -332,7 +333,7 @@ func TestResumeAfterRandomCutsLosesAndRepeatsNothing(t *testing.T) {
 
 func TestStalledConnectionIsReplaced(t *testing.T) {
 	s := startShim(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	var mu sync.Mutex
 	var disconnects []error
 	o := fastOpts(&out)
@@ -345,7 +346,7 @@ func TestStalledConnectionIsReplaced(t *testing.T) {
 		}
 	}
 	go func() {
-		out.waitFor(t, "a\n", 10*time.Second)
+		out.WaitFor(t, "a\n", 10*time.Second)
 		// A stopped shim writes nothing, not even ping answers.
 		_ = syscall.Kill(s.Pid(), syscall.SIGSTOP)
 		time.Sleep(time.Second)
@@ -378,7 +379,7 @@ func TestAttachFollowsAJobSubmittedElsewhere(t *testing.T) {
 	}
 	c.Close() // the submitting process is gone
 	time.Sleep(100 * time.Millisecond)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	res, err := client.Attach(context.Background(), s, 0, fastOpts(&out))
 	if err != nil {
 		t.Fatal(err)
@@ -387,7 +388,7 @@ func TestAttachFollowsAJobSubmittedElsewhere(t *testing.T) {
 		t.Fatalf("output %q result %+v", out.String(), res)
 	}
 	// Continuing from an offset replays only what follows it.
-	var tail syncBuffer
+	var tail syncbuf.Buffer
 	from := int64(0)
 	for _, l := range bytes.SplitAfter(mustRecords(t, s), []byte("\n")) {
 		if bytes.HasPrefix(l, []byte("o ")) {

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"io"
 	"os"
 	"strings"
@@ -507,24 +508,7 @@ type ShimStream struct {
 	mu      sync.Mutex
 	err     error // the attach's end
 	bad     error // the first malformed record, reported by Close
-	stderr  *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	stderr  *syncbuf.Buffer
 }
 
 // AttachShim attaches to the build container of a running shim pod with
@@ -536,7 +520,7 @@ func (c *Cluster) AttachShim(ctx context.Context, t testing.TB, mode AttachMode,
 	outR, outW := io.Pipe()
 	s := &ShimStream{
 		t: t, stdin: inW, records: make(chan protocol.Record, 1024),
-		cancel: cancel, done: make(chan struct{}), decoded: make(chan struct{}), stderr: &lockedBuffer{},
+		cancel: cancel, done: make(chan struct{}), decoded: make(chan struct{}), stderr: &syncbuf.Buffer{},
 	}
 	go func() {
 		defer close(s.done)
