@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 )
@@ -13,6 +14,11 @@ import (
 // concurrent use: the shim has exactly one writer of its stdout.
 type Encoder struct {
 	next int64
+	// digits is the decimal length of next while next < digitsUntil: the
+	// length changes rarely, and computing it costs as much as a short
+	// line's copy.
+	digits      int
+	digitsUntil uint64
 }
 
 // NewEncoder returns an encoder whose first sequenced record has offset 0.
@@ -27,10 +33,26 @@ func appendHeader(dst []byte, t Type, seq int64) []byte {
 	if seq == Unsequenced {
 		return append(dst, byte(t), ' ', '-', ' ')
 	}
-	// The digits are written in place, two at a time: strconv.AppendInt
-	// costs more than the rest of a short line's record.
-	u := uint64(seq)
-	n := decimalLen(u)
+	return appendHeaderDigits(dst, t, uint64(seq), decimalLen(uint64(seq)))
+}
+
+// appendHeader appends the header of the encoder's next sequenced record.
+func (e *Encoder) appendHeader(dst []byte, t Type) []byte {
+	u := uint64(e.next)
+	if u >= e.digitsUntil {
+		e.digits = decimalLen(u)
+		e.digitsUntil = math.MaxUint64
+		if e.digits < len(pow10) {
+			e.digitsUntil = pow10[e.digits]
+		}
+	}
+	return appendHeaderDigits(dst, t, u, e.digits)
+}
+
+// appendHeaderDigits appends "T SEQ " for the offset u of n decimal digits.
+// The digits are written in place, four at a time: strconv.AppendInt costs
+// more than the rest of a short line's record.
+func appendHeaderDigits(dst []byte, t Type, u uint64, n int) []byte {
 	l := len(dst)
 	if cap(dst)-l < n+3 {
 		dst = slices.Grow(dst, n+3)
@@ -39,7 +61,6 @@ func appendHeader(dst []byte, t Type, seq int64) []byte {
 	dst[l], dst[l+1] = byte(t), ' '
 	i := l + 2 + n
 	dst[i] = ' '
-	// Four digits per step keeps the chain of dependent divisions short.
 	for u >= 10000 {
 		q := u / 10000
 		r := u - q*10000
@@ -107,7 +128,7 @@ func (e *Encoder) AppendOutput(dst, data []byte) []byte {
 			if !complete {
 				t = TypePartial
 			}
-			dst = appendHeader(dst, t, e.next)
+			dst = e.appendHeader(dst, t)
 			dst = append(dst, line...)
 			dst = append(dst, '\n')
 			e.next += int64(len(dst) - start)
@@ -127,7 +148,7 @@ const maxHeader = 2 + 19 + 1
 func (e *Encoder) appendLine(dst, line []byte, complete bool) []byte {
 	for {
 		start := len(dst)
-		dst = appendHeader(dst, TypeOutput, e.next)
+		dst = e.appendHeader(dst, TypeOutput)
 		var n int
 		dst, n = appendEscaped(dst, line, start+MaxRecord-1) // room for the newline
 		line = line[n:]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 )
@@ -44,27 +45,43 @@ const (
 // that plain marks. It tests eight bytes at a time: a word is plain when no
 // byte is >= 0x80 or 0x7f (x|x+1 sets the byte's top bit; without bytes
 // >= 0x80 the addition cannot carry between bytes), < 0x20 (x-0x20 borrows)
-// or a backslash (x^0x5c is zero). A word that fails the test is finished
-// byte by byte, so TAB and ESC cost a little but stay plain.
+// or a backslash (x^0x5c is zero). Carries and borrows only run upwards from
+// a byte that fails, so the lowest flagged byte of a word really fails the
+// test: the scan jumps to it, and goes on after it when it is TAB or ESC
+// (plain, but below 0x20). A short tail is tested with one last word that
+// overlaps bytes already known to be plain.
 func plainPrefix(src []byte) int {
 	i := 0
-	for ; i+32 <= len(src); i += 32 {
-		if special(binary.LittleEndian.Uint64(src[i:]))|
-			special(binary.LittleEndian.Uint64(src[i+8:]))|
-			special(binary.LittleEndian.Uint64(src[i+16:]))|
-			special(binary.LittleEndian.Uint64(src[i+24:])) != 0 {
-			break
+	for {
+		for ; i+32 <= len(src); i += 32 {
+			if special(binary.LittleEndian.Uint64(src[i:]))|
+				special(binary.LittleEndian.Uint64(src[i+8:]))|
+				special(binary.LittleEndian.Uint64(src[i+16:]))|
+				special(binary.LittleEndian.Uint64(src[i+24:])) != 0 {
+				break
+			}
 		}
-	}
-	for ; i+8 <= len(src); i += 8 {
-		if special(binary.LittleEndian.Uint64(src[i:])) != 0 {
-			break
+		for ; i+8 <= len(src); i += 8 {
+			if s := special(binary.LittleEndian.Uint64(src[i:])); s != 0 {
+				i += bits.TrailingZeros64(s) >> 3
+				break
+			}
 		}
+		if i+8 > len(src) {
+			// Fewer than eight bytes left, all plain so far.
+			if i == len(src) || len(src) >= 8 && special(binary.LittleEndian.Uint64(src[len(src)-8:])) == 0 {
+				return len(src)
+			}
+			for i < len(src) && plain[src[i]] {
+				i++
+			}
+			return i
+		}
+		if !plain[src[i]] {
+			return i
+		}
+		i++ // TAB or ESC
 	}
-	for i < len(src) && plain[src[i]] {
-		i++
-	}
-	return i
 }
 
 // special returns a non-zero value when one of the eight bytes in x may not
