@@ -10,11 +10,28 @@ import (
 	"github.com/tether-ci/tether/protocol"
 )
 
+// flushAt is how much decoded output is held before it is written to
+// Options.Output even though more is already buffered (the reader also
+// writes it before every read that may block).
+const flushAt = 256 << 10
+
 // read decodes one connection's records until the connection ends, the job
 // finishes, or something fatal happens.
 func (s *session) read(c *connState) serveEnd {
 	dec := protocol.NewDecoder(activityReader{s: s, c: c})
 	for {
+		if c.synced.Load() {
+			// The bulk of a stream: plain output records in order, taken
+			// straight from the decoder's buffer.
+			if pending, next := dec.AppendOutput(s.pending, s.next); next != s.next {
+				s.pending, s.next, s.gaps = pending, next, 0
+				if len(s.pending) >= flushAt {
+					if err := s.flush(); err != nil {
+						return s.fatalOutput()
+					}
+				}
+			}
+		}
 		rec, err := dec.Next()
 		if s.outErr != nil {
 			return s.fatalOutput()
@@ -58,7 +75,7 @@ func (s *session) read(c *connState) serveEnd {
 		s.next = rec.Next()
 		if rec.Type.IsOutput() {
 			s.pending = append(s.pending, rec.Payload...)
-			if len(s.pending) >= 256<<10 {
+			if len(s.pending) >= flushAt {
 				if err := s.flush(); err != nil {
 					return s.fatalOutput()
 				}
