@@ -139,11 +139,22 @@ type Decoder struct {
 	buf []byte
 	// skipping is set after an over-long line, until its end is consumed.
 	skipping bool
+	// filled is set when a read filled the whole (empty) buffer: the
+	// stream is fast, and the buffer grows once it is empty again.
+	filled bool
 }
+
+// decoderBufSize is the first read buffer; a fast stream's buffer grows to
+// decoderBigBufSize (fewer, bigger reads; the buffer is per connection, so
+// an idle or slow one keeps the small size).
+const (
+	decoderBufSize    = 4 * MaxRecord
+	decoderBigBufSize = 16 * MaxRecord
+)
 
 // NewDecoder returns a decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{r: r, rbuf: make([]byte, 4*MaxRecord)}
+	return &Decoder{r: r, rbuf: make([]byte, decoderBufSize)}
 }
 
 // Next returns the next record. Errors wrapping ErrMalformed concern one
@@ -199,6 +210,9 @@ func (d *Decoder) Next() (Record, error) {
 func (d *Decoder) fill() {
 	if d.start == d.end {
 		d.start, d.end, d.scanned = 0, 0, 0
+		if d.filled && len(d.rbuf) < decoderBigBufSize {
+			d.rbuf = make([]byte, decoderBigBufSize)
+		}
 	} else if d.end == len(d.rbuf) {
 		n := copy(d.rbuf, d.rbuf[d.start:d.end])
 		d.scanned -= d.start
@@ -211,6 +225,7 @@ func (d *Decoder) fill() {
 			return
 		}
 		d.end += n
+		d.filled = d.filled || n == len(d.rbuf)
 		if err != nil {
 			d.err = err
 			return

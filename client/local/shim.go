@@ -150,7 +150,7 @@ func setsSpool(args, env []string) bool {
 func (s *Shim) pump(r *os.File) {
 	defer close(s.pumpDone)
 	defer r.Close()
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, 256<<10) // as big as a fast decoder's reads
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
