@@ -47,7 +47,9 @@ func consume(r io.Reader, fast bool) decodeLog {
 	panic("decoder made no progress")
 }
 
-func isMalformed(err error) bool { return bytes.Contains([]byte(err.Error()), []byte(ErrMalformed.Error())) }
+func isMalformed(err error) bool {
+	return bytes.Contains([]byte(err.Error()), []byte(ErrMalformed.Error()))
+}
 
 // checkFastPath fails when decoding stream with and without AppendOutput
 // differs in any way.
