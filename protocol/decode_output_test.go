@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -29,7 +30,7 @@ func consume(r io.Reader, fast bool) decodeLog {
 		rec, err := d.Next()
 		if err != nil {
 			l.events = append(l.events, "error: "+err.Error())
-			if err == io.EOF || err == ErrTruncated || !isMalformed(err) {
+			if err == io.EOF || err == ErrTruncated || !errors.Is(err, ErrMalformed) {
 				return l
 			}
 			continue
@@ -45,10 +46,6 @@ func consume(r io.Reader, fast bool) decodeLog {
 		}
 	}
 	panic("decoder made no progress")
-}
-
-func isMalformed(err error) bool {
-	return bytes.Contains([]byte(err.Error()), []byte(ErrMalformed.Error()))
 }
 
 // checkFastPath fails when decoding stream with and without AppendOutput
