@@ -37,7 +37,6 @@ type connState struct {
 
 	lastRead atomic.Int64 // UnixNano of the last byte received
 	synced   atomic.Bool
-	cancelOK atomic.Bool // the cancel command was written
 
 	closeOnce sync.Once
 	mu        sync.Mutex
@@ -93,9 +92,6 @@ func (c *connState) writeLoop() {
 				c.closeWith(fmt.Errorf("send %s command: %w", m.kind, err))
 				return
 			}
-			if m.kind == protocol.CmdCancel {
-				c.cancelOK.Store(true)
-			}
 		}
 	}
 }
@@ -139,7 +135,10 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 		c.send(*s.job)
 		s.submitted = true
 	}
-	if s.cancelCause != nil && !s.cancelWritten {
+	if s.cancelCause != nil {
+		// Every connection repeats the cancel: one written to a connection
+		// that then broke may never have reached the shim, and the shim
+		// acts on a cancel ID once.
 		c.send(s.cancelCommand())
 	}
 	go c.writeLoop()
@@ -164,9 +163,6 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 			c.closeWith(errors.New("connection finished"))
 			close(c.stop)
 			<-c.writerDone
-			if c.cancelOK.Load() {
-				s.cancelWritten = true
-			}
 			end.synced = c.synced.Load()
 			return end
 		case now := <-ticker.C:
@@ -196,5 +192,5 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 }
 
 func (s *session) cancelCommand() protocol.Command {
-	return protocol.Command{Cmd: protocol.CmdCancel, GraceMS: s.opts.CancelGrace.Milliseconds()}
+	return protocol.Command{Cmd: protocol.CmdCancel, ID: s.cancelID, GraceMS: s.opts.CancelGrace.Milliseconds()}
 }

@@ -85,10 +85,10 @@ type session struct {
 	submitted bool  // a job command may have reached the shim
 
 	// cancellation
-	cancelCause   error     // context.Cause(ctx) once ctx is done
-	cancelWritten bool      // the cancel command was written to a connection
-	cancelBy      time.Time // give up waiting for the result then
-	cancelTimer   *time.Timer
+	cancelCause error     // context.Cause(ctx) once ctx is done
+	cancelID    string    // the cancel command's ID, resent on every connection
+	cancelBy    time.Time // give up waiting for the result then
+	cancelTimer *time.Timer
 
 	pending []byte // decoded output not yet written to opts.Output
 	outErr  error  // opts.Output failed
@@ -120,6 +120,7 @@ func (s *session) noteCancel(ctx context.Context) {
 	if s.cancelCause == nil {
 		s.cancelCause = ctx.Err()
 	}
+	s.cancelID = "cancel-" + randomHex(8)
 	s.cancelBy = time.Now().Add(s.opts.CancelTimeout)
 	s.cancelTimer = time.NewTimer(s.opts.CancelTimeout)
 	s.log.Info("cancelling the job", "cause", s.cancelCause)

@@ -39,8 +39,10 @@ const MaxCommand = 64 * 1024
 type Command struct {
 	// Cmd is the command's kind.
 	Cmd CommandKind `json:"cmd"`
-	// ID identifies a CmdJob. The shim runs a job ID once: a client that
-	// cannot tell whether its job command arrived sends it again.
+	// ID identifies a CmdJob or a CmdCancel. The shim runs a job ID once
+	// and acts on a cancel ID once: a client that cannot tell whether its
+	// command arrived sends it again. (A second cancel with another ID, or
+	// none, also stops the after-scripts.)
 	ID string `json:"id,omitempty"`
 	// Script is the script path for CmdRun.
 	Script string `json:"script,omitempty"`

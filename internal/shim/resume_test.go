@@ -128,3 +128,41 @@ func TestCancelJob(t *testing.T) {
 		t.Fatal("a job ID was run twice")
 	}
 }
+
+// A cancel resent with the same ID (a client unsure whether it arrived) is
+// not a second cancel: the after-scripts still run to the end. A cancel
+// with another ID is one, and stops them.
+func TestResentCancelIsNotASecondCancel(t *testing.T) {
+	dir := t.TempDir()
+	long := script(t, dir, "long.sh", "echo working; sleep 30\n")
+	after := script(t, dir, "after.sh", "echo after started; sleep 1; echo after done\n")
+	p := startShim(t, []string{"--grace", "10s"})
+	for _, tc := range []struct {
+		job, secondID string
+		afterDone     bool
+	}{
+		{job: "same", secondID: "same-c1", afterDone: true},
+		{job: "other", secondID: "other-c2", afterDone: false},
+	} {
+		p.send(protocol.Command{Cmd: protocol.CmdJob, ID: tc.job, Scripts: []string{long}, After: []string{after}})
+		_, i := p.waitRecord(0, 5*time.Second, func(r rec) bool {
+			return r.Type == protocol.TypeBegin && strings.Contains(string(r.Payload), `"job":"`+tc.job+`"`)
+		})
+		_, i = p.waitRecord(i, 5*time.Second, func(r rec) bool { return string(r.Payload) == "working\n" })
+		p.send(protocol.Command{Cmd: protocol.CmdCancel, ID: tc.job + "-c1"})
+		_, i = p.waitRecord(i, 5*time.Second, func(r rec) bool { return string(r.Payload) == "after started\n" })
+		p.send(protocol.Command{Cmd: protocol.CmdCancel, ID: tc.secondID})
+		r, j := p.waitRecord(i, 10*time.Second, ofType(protocol.TypeJob))
+		var done protocol.JobDone
+		mustJSON(t, r.Payload, &done)
+		p.mu.Lock()
+		var got bool
+		for _, r := range p.records[i:j] {
+			got = got || string(r.Payload) == "after done\n"
+		}
+		p.mu.Unlock()
+		if !done.Cancelled || got != tc.afterDone {
+			t.Fatalf("job %s, second cancel %q: job %+v, after-script finished %v, want %v", tc.job, tc.secondID, done, got, tc.afterDone)
+		}
+	}
+}

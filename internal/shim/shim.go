@@ -63,6 +63,9 @@ type loopState struct {
 	current    *item
 	done       chan int
 	seenJobs   map[string]bool
+	// seenCancels holds the IDs of the cancels acted on: a resent cancel
+	// is not a second cancel (which would also stop the after-scripts).
+	seenCancels map[string]bool
 	lastCode   int
 	stdinEOF   bool
 	exitAsked  bool
@@ -83,7 +86,7 @@ func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Sig
 	cmds := make(chan commandEvent)
 	go readCommands(ctx, stdin, cmds)
 
-	st := &loopState{done: make(chan int, 1), seenJobs: map[string]bool{}, lastActive: time.Now()}
+	st := &loopState{done: make(chan int, 1), seenJobs: map[string]bool{}, seenCancels: map[string]bool{}, lastActive: time.Now()}
 	s.refreshTTL(st, true)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -187,6 +190,13 @@ func (s *Shim) handle(st *loopState, ev commandEvent) (string, int, string) {
 		}
 		st.queue = append(st.queue, &item{cmd: c})
 	case protocol.CmdCancel:
+		if c.ID != "" && st.seenCancels[c.ID] {
+			s.log.Debug("ignoring a cancel that was already received", "cancel", c.ID)
+			return "", 0, ""
+		}
+		if c.ID != "" {
+			st.seenCancels[c.ID] = true
+		}
 		grace := s.cfg.Grace
 		if c.GraceMS > 0 {
 			grace = time.Duration(c.GraceMS) * time.Millisecond
