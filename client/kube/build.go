@@ -83,7 +83,8 @@ func Build(spec Spec) (*Objects, error) {
 	return objs, nil
 }
 
-// buildPod returns the pod of docs/ARCHITECTURE.md's layout.
+// buildPod returns the pod of docs/ARCHITECTURE.md's layout, with the
+// security contexts of security.go.
 func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	for k, v := range s.Labels {
 		if _, own := meta.Labels[k]; !own {
@@ -135,6 +136,11 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 			{Name: "podinfo", MountPath: PodInfoDir, ReadOnly: true},
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          s.SecurityContext,
+	}
+	if readOnlyRoot(s.SecurityContext) {
+		volumes = append(volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		build.VolumeMounts = append(build.VolumeMounts, corev1.VolumeMount{Name: "tmp", MountPath: TmpDir})
 	}
 	if objs.Secret != nil {
 		build.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
@@ -146,12 +152,14 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 			RestartPolicy:      corev1.RestartPolicyNever,
 			ServiceAccountName: s.ServiceAccountName,
 			NodeSelector:       maps.Clone(s.NodeSelector),
+			SecurityContext:    s.PodSecurityContext,
 			InitContainers: []corev1.Container{{
 				Name:            InitContainer,
 				Image:           s.HelperImage,
 				ImagePullPolicy: s.PullPolicy,
 				Command:         []string{"/tether-shim", "copy", InitMountPath + "/bin/tether-shim"},
 				VolumeMounts:    []corev1.VolumeMount{{Name: "tether", MountPath: InitMountPath}},
+				SecurityContext: initSecurityContext(s.PodSecurityContext),
 			}},
 			Containers: []corev1.Container{build},
 			Volumes:    volumes,

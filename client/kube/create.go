@@ -96,6 +96,8 @@ func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *sl
 // hint adds advice for common API errors.
 func hint(err error) string {
 	switch {
+	case podSecurityRejected(err):
+		return podSecurityHint
 	case apierrors.IsForbidden(err):
 		return " (a ResourceQuota or missing RBAC permission; check `kubectl describe quota` and the runner's Role)"
 	case apierrors.IsAlreadyExists(err):

@@ -121,6 +121,35 @@ type Spec struct {
 	Labels, Annotations map[string]string
 	// TerminationGracePeriod for the pod; 0 keeps Kubernetes' default.
 	TerminationGracePeriod time.Duration
+
+	// PodSecurityContext is copied onto the pod (nil: none, unless
+	// Restricted fills one in). Its RunAsUser, when set and not 0, is also
+	// the init container's user.
+	PodSecurityContext *corev1.PodSecurityContext
+	// SecurityContext is the build container's security context (nil:
+	// none, unless Restricted or a read-only root needs one). When it makes
+	// the root filesystem read-only, an emptyDir is mounted at TmpDir
+	// (/tmp) so shells and tools that need a temporary directory work.
+	SecurityContext *corev1.SecurityContext
+	// Restricted makes the pod pass the Pod Security Standard "restricted"
+	// (a namespace labelled pod-security.kubernetes.io/enforce=restricted
+	// rejects anything else). Where the caller left a field unset it fills
+	// in: the build container's allowPrivilegeEscalation=false,
+	// capabilities drop ALL, runAsNonRoot=true (unless the pod sets
+	// runAsNonRoot), readOnlyRootFilesystem=true (not required by the
+	// profile; set it false explicitly for images that write outside
+	// /tmp and the Tether volumes), and runAsUser=RestrictedUID (65532)
+	// when neither context sets a runAsUser; and the pod's seccompProfile
+	// RuntimeDefault. The default user replaces the image's USER: an image
+	// that already runs as a non-root numeric USER passes runAsNonRoot by
+	// itself, so set its uid in SecurityContext.RunAsUser to keep it.
+	// Explicit settings always win over these defaults; an explicit
+	// setting the profile forbids (Privileged=true,
+	// AllowPrivilegeEscalation=true, RunAsUser=0, RunAsNonRoot=false,
+	// added capabilities other than NET_BIND_SERVICE, an Unconfined
+	// seccomp or AppArmor profile, ...) makes Build fail. The init
+	// container passes the profile whether or not Restricted is set.
+	Restricted bool
 }
 
 var nameChars = regexp.MustCompile(`[^-._a-zA-Z0-9]+`)
@@ -170,6 +199,10 @@ func (s Spec) withDefaults() (Spec, error) {
 		if s.Timeout > 0 {
 			s.TTL = s.Timeout + DefaultTTLMargin
 		}
+	}
+	var err error
+	if s.PodSecurityContext, s.SecurityContext, err = s.securityDefaults(); err != nil {
+		return s, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if errs := validation.IsEnvVarName(k); len(errs) > 0 {
