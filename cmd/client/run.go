@@ -44,6 +44,11 @@ type runFlags struct {
 	Keep        bool          // --keep: do not delete the pod/container afterwards
 	IdleTimeout time.Duration // --idle-timeout: the shim exits when idle and unpinged this long
 
+	// Kubernetes pod security (kube.Spec.Restricted and SecurityContext).
+	Restricted   bool    // --restricted: pass the Pod Security Standard "restricted"
+	RunAsUser    uidFlag // --run-as-user: the build container's user ID
+	ReadOnlyRoot optBool // --read-only-root[=false]: read-only root filesystem (an emptyDir at /tmp)
+
 	// Logger is set by runCmd from the log flags.
 	Logger *slog.Logger
 }
@@ -62,9 +67,17 @@ stderr. tether exits with the job's exit code (the first failing main script's),
 Backends: --local (tether-shim as a child process), --docker (a docker/podman
 container), otherwise a Kubernetes pod (--image required).
 
+In a namespace that enforces the Pod Security Standard "restricted"
+(label pod-security.kubernetes.io/enforce=restricted) add --restricted: the
+build container then runs as user 65532 (--run-as-user picks another) with
+no capabilities, no privilege escalation, the RuntimeDefault seccomp profile
+and a read-only root filesystem (/tmp and /tether stay writable;
+--read-only-root=false keeps the root writable).
+
 Examples:
   tether run --local build.sh test.sh --after cleanup.sh
   tether run --image alpine:3 -n ci --timeout 30m build.sh
+  tether run --image alpine:3 -n ci --restricted build.sh
 `
 
 // newRunFlagSet returns the FlagSet of `tether run` bound to f.
@@ -89,6 +102,9 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.StringVar(&f.HelperImage, "helper-image", DefaultHelperImage, "image that carries tether-shim")
 	fs.BoolVar(&f.Keep, "keep", false, "keep the pod/container after the job")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 10*time.Minute, "the shim exits when no script runs and no client pinged it for this long (0 = never)")
+	fs.BoolVar(&f.Restricted, "restricted", false, "make the pod pass the Pod Security Standard \"restricted\": non-root (user 65532 unless --run-as-user), no capabilities or privilege escalation, RuntimeDefault seccomp, read-only root with /tmp an emptyDir (Kubernetes)")
+	fs.Var(&f.RunAsUser, "run-as-user", "run the build container as user `UID` (Kubernetes; with --restricted not 0)")
+	fs.Var(&f.ReadOnlyRoot, "read-only-root", "make the build container's root filesystem read-only, with an emptyDir at /tmp (Kubernetes; implied by --restricted, which --read-only-root=false overrides)")
 	return fs
 }
 
@@ -148,6 +164,9 @@ func (f *runFlags) validate(pos []string) error {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return fmt.Errorf("--env %q: want KEY=VALUE", kv)
 		}
+	}
+	if err := f.validateSecurity(); err != nil {
+		return err
 	}
 	if f.Timeout < 0 || f.TTL < 0 || f.IdleTimeout < 0 {
 		return errors.New("--timeout, --ttl and --idle-timeout must not be negative")

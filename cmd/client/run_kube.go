@@ -47,7 +47,7 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	objs, err := kube.Build(kube.Spec{
+	spec := kube.Spec{
 		Namespace:   ns,
 		JobID:       job.ID,
 		Image:       f.Image,
@@ -58,7 +58,9 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 		Timeout:     f.Timeout,
 		TTL:         f.TTL,
 		IdleTimeout: f.IdleTimeout,
-	})
+	}
+	f.applySecurity(&spec)
+	objs, err := kube.Build(spec)
 	if err != nil {
 		log.Error("cannot build the pod", "err", err)
 		return exitUsage
