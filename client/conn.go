@@ -135,6 +135,10 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 		c.send(*s.job)
 		s.submitted = true
 	}
+	if s.job == nil {
+		// Attach: the answer says at once whether there is a job to follow.
+		c.send(protocol.Command{Cmd: protocol.CmdPing, Nonce: randomHex(4)})
+	}
 	if s.cancelCause != nil {
 		// Every connection repeats the cancel: one written to a connection
 		// that then broke may never have reached the shim, and the shim

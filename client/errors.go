@@ -17,3 +17,10 @@ var ErrNoResult = errors.New("no job result from the shim")
 // fatal error) before the job finished. Result.Exit says why, and
 // Result.ExitCode is the shim's exit code.
 var ErrShimExited = errors.New("shim exited before the job finished")
+
+// ErrNoJob is wrapped by the error of Attach when there is no job to
+// follow: the shim is idle (no script running or queued) and the stream
+// holds nothing after the offset Attach reached. The job it ran, if any,
+// finished before that offset (Attach from an earlier one, such as 0, to
+// replay it), or no job was ever submitted. It also wraps ErrNoResult.
+var ErrNoJob = errors.New("no job to follow")

@@ -58,6 +58,11 @@ func (s *session) read(c *connState) serveEnd {
 			continue
 		}
 		if !rec.Type.Sequenced() {
+			if rec.Type == protocol.TypeAlive && s.job == nil {
+				if end, done := s.checkIdle(rec); done {
+					return s.endRead(end)
+				}
+			}
 			continue // ping answers, stale resume answers
 		}
 		switch {
@@ -240,4 +245,16 @@ func (s *session) ours(id string) bool {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// checkIdle ends an Attach session that has nothing to follow: the ping
+// answer says the shim is idle, and every record before it (the answer is
+// written in stream order) has been read.
+func (s *session) checkIdle(rec protocol.Record) (serveEnd, bool) {
+	var a protocol.Alive
+	if json.Unmarshal(rec.Payload, &a) != nil || a.State != protocol.StateIdle || a.End > s.next {
+		return serveEnd{}, false
+	}
+	return serveEnd{fatal: true, err: fmt.Errorf("%w: %w: the shim is idle and its output ends at offset %d; a job that ran there finished before it (attach from offset 0 to replay the whole stream)",
+		ErrNoResult, ErrNoJob, a.End)}, true
 }

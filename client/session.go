@@ -51,7 +51,9 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 // replaying its output from offset from (0 for the whole stream; a
 // Result.Offset of an earlier session to continue where it stopped). It
 // returns at the first job record, or at the shim's final record, with the
-// same results and errors as Run. Cancelling ctx cancels the job, as with
+// same results and errors as Run; or, when the shim is idle and its stream
+// holds nothing past the offset reached, with an error wrapping ErrNoJob
+// (there is nothing to follow). Cancelling ctx cancels the job, as with
 // Run: the caller following a job owns it.
 func Attach(ctx context.Context, t Transport, from int64, opts Options) (Result, error) {
 	if from < 0 {

@@ -117,12 +117,20 @@ type Resumed struct {
 	Oldest int64 `json:"oldest"`
 }
 
+// Alive.State values.
+const (
+	// StateIdle: no script runs and none is queued.
+	StateIdle = "idle"
+	// StateRunning: a script runs, or work is queued.
+	StateRunning = "running"
+)
+
 // Alive is the payload of the unsequenced TypeAlive record that answers a
 // ping command.
 type Alive struct {
 	// Nonce echoes the ping's nonce.
 	Nonce string `json:"nonce"`
-	// State is "idle" or "running".
+	// State is StateIdle or StateRunning.
 	State string `json:"state"`
 	// Script is the running script, or "".
 	Script string `json:"script,omitempty"`

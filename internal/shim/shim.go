@@ -59,19 +59,19 @@ type commandEvent struct {
 
 // loopState is the serve loop's own state; only the loop touches it.
 type loopState struct {
-	queue      []*item
-	current    *item
-	done       chan int
-	seenJobs   map[string]bool
+	queue    []*item
+	current  *item
+	done     chan int
+	seenJobs map[string]bool
 	// seenCancels holds the IDs of the cancels acted on: a resent cancel
 	// is not a second cancel (which would also stop the after-scripts).
 	seenCancels map[string]bool
-	lastCode   int
-	stdinEOF   bool
-	exitAsked  bool
-	lastActive time.Time
-	ttlAt      time.Time // zero = no TTL
-	ttlRead    time.Time
+	lastCode    int
+	stdinEOF    bool
+	exitAsked   bool
+	lastActive  time.Time
+	ttlAt       time.Time // zero = no TTL
+	ttlRead     time.Time
 }
 
 // Serve runs the shim until it decides to exit and returns its exit code.
@@ -228,11 +228,11 @@ func (s *Shim) cancel(st *loopState, grace time.Duration) {
 }
 
 func (s *Shim) ping(st *loopState, nonce string) {
-	a := protocol.Alive{Nonce: nonce, State: "idle", End: s.em.Offset()}
+	a := protocol.Alive{Nonce: nonce, State: protocol.StateIdle, End: s.em.Offset()}
 	if p := s.runner.running(); p != nil {
-		a.State, a.Script = "running", p.script
-	} else if st.current != nil {
-		a.State = "running"
+		a.State, a.Script = protocol.StateRunning, p.script
+	} else if st.current != nil || len(st.queue) > 0 {
+		a.State = protocol.StateRunning
 	}
 	s.em.Unsequenced(protocol.TypeAlive, a)
 }
