@@ -15,6 +15,9 @@ import (
 // environment variable (TETHER_ + the flag name in capitals, '-' → '_');
 // a flag given on the command line wins over the environment.
 type Config struct {
+	// EnvNames are the environment variables that configure the shim
+	// (TETHER_SHELL, …): scripts do not inherit them.
+	EnvNames map[string]bool
 	// Shell runs each script ("" = bash if present, else sh).
 	Shell string
 	// Deadline is when the shim stops the job and exits (zero = none).
@@ -94,6 +97,8 @@ Every flag can also be set with the environment variable shown in brackets.
 		fs.Usage()
 		return nil, fmt.Errorf("unexpected argument %q: tether-shim reads script paths from stdin", fs.Arg(0))
 	}
+	cfg.EnvNames = map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { cfg.EnvNames[envName(f.Name)] = true })
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var envErr error

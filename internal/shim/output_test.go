@@ -283,3 +283,18 @@ func TestCommandsFIFOAndSend(t *testing.T) {
 	default:
 	}
 }
+
+// Scripts inherit the shim's environment except the variables that
+// configured the shim (a job has no use for TETHER_LOG_LEVEL, and must not
+// pass it on to a tether-shim of its own).
+func TestScriptsDoNotInheritShimConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	// startShim sets TETHER_LOG_LEVEL (a shim flag) and TETHER_TEST_BIN (not one).
+	s := script(t, dir, "env.sh", `echo "log=${TETHER_LOG_LEVEL-unset} bin=${TETHER_TEST_BIN:+set} path=${PATH:+set}"`+"\n")
+	p := startShim(t, nil)
+	p.send(run(s))
+	p.waitStatus(s, 10*time.Second)
+	if got, want := string(p.output()), "log=unset bin=set path=set\n"; got != want {
+		t.Fatalf("script environment %q, want %q", got, want)
+	}
+}

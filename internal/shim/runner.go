@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,8 +22,24 @@ type runner struct {
 	em     *emitter
 	log    *slog.Logger
 
+	// env is the scripts' environment: the shim's, without the variables
+	// that configured the shim.
+	env []string
+
 	mu      sync.Mutex
 	current *process
+}
+
+// scriptEnv returns environ without the variables named in drop.
+func scriptEnv(environ []string, drop map[string]bool) []string {
+	env := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !drop[name] {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // process is a running script.
@@ -117,7 +134,7 @@ func (r *runner) exec(script string, stopped func() string) protocol.Status {
 		sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
 	}
 	attr := &syscall.ProcAttr{
-		Env:   os.Environ(),
+		Env:   r.env,
 		Files: []uintptr{devnull.Fd(), childOut.Fd(), childOut.Fd()},
 		Sys:   sys,
 	}

@@ -47,7 +47,7 @@ func New(cfg *Config, rp *reaper.Reaper, stdout io.Writer, log *slog.Logger) (*S
 		}
 		log.Warn("no shell found; every script will fail", "err", err)
 	}
-	s.runner = &runner{cfg: cfg, shell: shell, reaper: rp, em: s.em, log: log}
+	s.runner = &runner{cfg: cfg, shell: shell, reaper: rp, em: s.em, log: log, env: scriptEnv(os.Environ(), cfg.EnvNames)}
 	return s, nil
 }
 
