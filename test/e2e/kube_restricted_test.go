@@ -1,0 +1,201 @@
+//go:build e2e
+
+package e2e
+
+// Tether jobs in a namespace that enforces the Pod Security Standard
+// "restricted" (kube.Spec.Restricted, `tether run --restricted`): the real
+// PodSecurity admission plugin of kube-apiserver judges the pods.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/testing/faultproxy"
+)
+
+// restrictedNamespace creates a namespace labelled
+// pod-security.kubernetes.io/enforce=restricted (labelled at creation, so
+// admission never sees it unlabelled), waits until pods can be created in
+// it, and deletes it when the test ends.
+func restrictedNamespace(t *testing.T, c *Cluster) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ns, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: "tether-e2e-restricted-" + rand.String(5),
+		Labels: map[string]string{
+			E2ELabel:                             "true",
+			"pod-security.kubernetes.io/enforce": "restricted",
+			"pod-security.kubernetes.io/enforce-version": "latest",
+		},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create the restricted namespace: %v", err)
+	}
+	name := ns.Name
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := c.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete namespace %s: %v", name, err)
+		}
+	})
+	c.WaitFor(ctx, t, "ServiceAccount default and ConfigMap kube-root-ca.crt in "+name, func(ctx context.Context) (bool, error) {
+		if _, err := c.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			return false, ignoreNotFound(err)
+		}
+		_, err := c.Client.CoreV1().ConfigMaps(name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	return name
+}
+
+// probeScript prints the user ID, whether the root filesystem is
+// read-only (EROFS, not merely EACCES for a non-root user), whether /tmp is
+// writable, and the shim's spool directory.
+const probeScript = `echo "uid=$(id -u)"
+case "$(touch /tether-probe 2>&1)" in
+*"Read-only file system"*) echo "root read-only" ;;
+*) echo "root NOT read-only: $(touch /tether-probe 2>&1; echo " rc=$?")" ;;
+esac
+echo tmpdata >/tmp/probe && cat /tmp/probe
+ls /tether/spool
+`
+
+// TestKubeRestrictedNamespace: in a namespace enforcing "restricted" a
+// plain job is rejected by admission (so enforcement is live), and a job
+// with Spec.Restricted runs as user 65532 with a read-only root and a
+// writable /tmp, its output byte-exact across a cut connection (resumed
+// from the shim's spool), its exit code right.
+func TestKubeRestrictedNamespace(t *testing.T) {
+	c := NewCluster(t)
+	ctx := t.Context()
+	ns := restrictedNamespace(t, c)
+
+	t.Run("plain job rejected", func(t *testing.T) {
+		objs, err := kube.Build(kubeSpec(ns, BusyboxImage, "echo hi\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = kube.Create(ctx, c.Client, objs, kubeLogger(t))
+		if err == nil {
+			t.Fatal("a pod without Restricted was admitted into a namespace enforcing restricted: enforcement is not live")
+		}
+		t.Logf("rejected as expected: %v", err)
+		msg := err.Error()
+		// The build container breaks the profile; the init container does
+		// not (the message names only "build" for these checks).
+		for _, want := range []string{
+			`violates PodSecurity "restricted:latest"`,
+			`container "build" must set securityContext.allowPrivilegeEscalation=false`,
+			`container "build" must set securityContext.capabilities.drop=["ALL"]`,
+			"--restricted",
+		} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the rejection lacks %q: %s", want, msg)
+			}
+		}
+		if pods, cms, secrets := tetherObjects(ctx, t, c, ns); pods+cms+secrets != 0 {
+			t.Errorf("%d pods, %d ConfigMaps, %d Secrets left after the rejection", pods, cms, secrets)
+		}
+	})
+
+	t.Run("restricted job", func(t *testing.T) {
+		steady, steadyOut := steadyScript(200, "0.05", 5)
+		spec := kubeSpec(ns, BusyboxImage, probeScript, steady, "echo never runs\n")
+		spec.After = []kube.Script{{Name: "after.sh", Content: []byte("echo \"after as $(id -u)\"\n")}}
+		spec.Restricted = true
+		pod, objs := startPod(ctx, t, c, spec)
+
+		api, err := url.Parse(c.Config.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy, err := faultproxy.Start(api.Host, faultproxy.Options{Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		cfg := rest.CopyConfig(c.Config)
+		cfg.Host = "https://" + proxy.Addr()
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := pod.Transport(cfg, kube.TransportOptions{Logger: kubeLogger(t)})
+		tr.Client = cs
+
+		out := &safeBuffer{}
+		cutsDone := make(chan int, 1)
+		go func() {
+			// Once the steady script prints, cut every connection through
+			// the proxy until 3 cuts hit an open one.
+			for !bytes.Contains(out.Bytes(), []byte("line 5 ")) && ctx.Err() == nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+			hits := 0
+			for hits < 3 && ctx.Err() == nil {
+				time.Sleep(500 * time.Millisecond)
+				if proxy.CutAll() > 0 {
+					hits++
+				}
+			}
+			cutsDone <- hits
+		}()
+		res, err := client.Run(ctx, tr, objs.Job, client.Options{
+			Output: out, Logger: kubeLogger(t), ExitShim: true,
+			ReconnectMin: 50 * time.Millisecond, ReconnectMax: time.Second,
+		})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		var hits int
+		select {
+		case hits = <-cutsDone:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the cutter did not finish")
+		}
+		want := fmt.Sprintf("uid=%d\nroot read-only\ntmpdata\nrecords\n", kube.RestrictedUID) + steadyOut +
+			fmt.Sprintf("after as %d\n", kube.RestrictedUID)
+		if got := string(out.Bytes()); got != want {
+			t.Fatalf("output after %d cuts differs:\n got %q\nwant %q", hits, got, want)
+		}
+		if res.ExitCode != 5 {
+			t.Fatalf("exit code %d, want 5 (the steady script's)", res.ExitCode)
+		}
+		if hits < 1 || res.Reconnects < 1 {
+			t.Fatalf("%d cuts, %d reconnects: the job ended before a cut hit the attach", hits, res.Reconnects)
+		}
+		t.Logf("%d cuts, %d reconnects, %d bytes exact", hits, res.Reconnects, len(want))
+	})
+
+	t.Run("tether run flags", func(t *testing.T) {
+		bin := buildTether(t)
+		paths := writeScripts(t, []string{"job.sh"}, map[string]string{"job.sh": probeScript + "exit 4\n"})
+		res := runCLI(ctx, t, c, bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns,
+			"--restricted", "--run-as-user", "1234", paths[0])
+		t.Logf("stderr:\n%s", res.stderr)
+		if want := "uid=1234\nroot read-only\ntmpdata\nrecords\n"; res.stdout != want || res.code != 4 {
+			t.Fatalf("--restricted --run-as-user 1234: exit %d, stdout %q; want 4 and %q", res.code, res.stdout, want)
+		}
+		plain := runCLI(ctx, t, c, bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns, paths[0])
+		if plain.code == 0 || plain.stdout != "" || !strings.Contains(plain.stderr, "violates PodSecurity") || !strings.Contains(plain.stderr, "--restricted") {
+			t.Fatalf("tether run without --restricted: exit %d, stdout %q, stderr:\n%s\nwant a rejection that suggests --restricted", plain.code, plain.stdout, plain.stderr)
+		}
+		waitNoTetherObjects(ctx, t, c, ns, 90*time.Second)
+	})
+}
