@@ -172,7 +172,7 @@ func TestKubeRestrictedNamespace(t *testing.T) {
 		want := fmt.Sprintf("uid=%d\nroot read-only\ntmpdata\nrecords\n", kube.RestrictedUID) + steadyOut +
 			fmt.Sprintf("after as %d\n", kube.RestrictedUID)
 		if got := string(out.Bytes()); got != want {
-			t.Fatalf("output after %d cuts differs:\n got %q\nwant %q", hits, got, want)
+			t.Fatalf("output after %d cuts differs (%d bytes, want %d): %s", hits, len(got), len(want), firstDifference(got, want))
 		}
 		if res.ExitCode != 5 {
 			t.Fatalf("exit code %d, want 5 (the steady script's)", res.ExitCode)
@@ -198,4 +198,15 @@ func TestKubeRestrictedNamespace(t *testing.T) {
 		}
 		waitNoTetherObjects(ctx, t, c, ns, 90*time.Second)
 	})
+}
+
+// firstDifference describes where got first differs from want, with up to
+// 120 bytes of each from a little before that point.
+func firstDifference(got, want string) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	from := max(0, i-40)
+	return fmt.Sprintf("at byte %d:\n got %q\nwant %q", i, got[from:min(len(got), from+120)], want[from:min(len(want), from+120)])
 }
