@@ -15,7 +15,8 @@ type benchShape struct {
 }
 
 // benchShapes returns the output shapes the performance targets name: 80-byte
-// ASCII lines, ASCII without any newline (64 KiB chunks), and random binary.
+// ASCII lines, ASCII without any newline (64 KiB chunks), non-ASCII text and
+// random binary.
 func benchShapes() []benchShape {
 	const total = 4 << 20
 	const chunk = 64 << 10
@@ -31,6 +32,10 @@ func benchShapes() []benchShape {
 	line := []byte("0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ build step ok\n")
 	lines := bytes.Repeat(line, total/len(line))
 	noNL := bytes.Repeat([]byte("abcdefghijklmnop"), total/16)
+	// Non-ASCII text: accented words, box drawing, CJK, an emoji, a \r
+	// progress update.
+	utf8Line := []byte("Übersetzung ✓ ═══ 构建成功 🚀 façade naïve\r Fortschritt 42 %\n")
+	utf8Lines := bytes.Repeat(utf8Line, total/len(utf8Line))
 	bin := make([]byte, total)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range bin {
@@ -39,6 +44,7 @@ func benchShapes() []benchShape {
 	return []benchShape{
 		{"lines80", split(lines)},
 		{"nonewline", split(noNL)},
+		{"utf8", split(utf8Lines)},
 		{"binary", split(bin)},
 	}
 }

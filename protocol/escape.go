@@ -103,6 +103,36 @@ func appendEscaped(dst, src []byte, limit int) ([]byte, int) {
 	out := dst[:limit]
 	w := len(dst)
 	i := 0
+	// The fast loop, while there is room for any escaped block: a run of
+	// plain bytes that fills a word is copied at once; other bytes go through escapeCode
+	// (a plain byte, \\, \r or \xHH written as one 4-byte store) unless they
+	// may start a UTF-8 character. Its branches stay predictable for text
+	// and for binary data alike.
+	for i < len(src) && limit-w >= fastRoom {
+		if i+8 <= len(src) {
+			if special(binary.LittleEndian.Uint64(src[i:])) == 0 {
+				n := 8 + plainPrefix(src[i+8:min(len(src), i+limit-w)])
+				w += copy(out[w:], src[i:i+n])
+				i += n
+				continue
+			}
+		}
+		for end := min(i+8, len(src)); i < end; {
+			b := src[i]
+			if b-0xc2 <= 0xf4-0xc2 && i+1 < len(src) && src[i+1]&0xc0 == 0x80 {
+				if r, n := utf8.DecodeRune(src[i:]); r != utf8.RuneError || n > 1 {
+					w += copy(out[w:], src[i:i+n])
+					i += n
+					continue
+				}
+			}
+			c := escapeCode[b]
+			binary.LittleEndian.PutUint32(out[w:], uint32(c))
+			w += int(c >> 32)
+			i++
+		}
+	}
+	// The careful loop: each unit only if it fits.
 	for i < len(src) {
 		b := src[i]
 		room := limit - w
@@ -158,6 +188,37 @@ func appendEscaped(dst, src []byte, limit int) ([]byte, int) {
 	}
 	return out[:w], i
 }
+
+// fastRoom is the room appendEscaped's fast loop needs for one block: at
+// most eight units (a byte or a UTF-8 character) start in it, and each
+// writes at most four bytes (the 4-byte store of a shorter escape included).
+const fastRoom = 8 * 4
+
+// escapeCode holds, for every byte, its escaped form in the low four bytes
+// (little-endian, to be stored as is) and its length above them.
+// Bytes that may start a UTF-8 character are looked up only when they do
+// not; they become \xHH.
+var escapeCode = func() (t [256]uint64) {
+	for b := range t {
+		var e []byte
+		switch {
+		case plain[b]:
+			e = []byte{byte(b)}
+		case b == '\\':
+			e = []byte(`\\`)
+		case b == '\r':
+			e = []byte(`\r`)
+		default:
+			e = []byte{'\\', 'x', hexDigits[b>>4], hexDigits[b&0xf]}
+		}
+		var code uint64
+		for i, c := range e {
+			code |= uint64(c) << (8 * i)
+		}
+		t[b] = code | uint64(len(e))<<32
+	}
+	return t
+}()
 
 // errBadEscape is returned for a backslash sequence the encoder never writes.
 var errBadEscape = errors.New("invalid escape sequence in output payload")
