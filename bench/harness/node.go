@@ -111,6 +111,9 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 	if err := echoJobs(ctx, cfg, n, ws, sec, log); err != nil {
 		failed(echoGoal, "≤ 1.1×", err)
 	}
+	if err := bulkJobs(ctx, cfg, n, ws, sec, log); err != nil {
+		failed("bulk output through real attach", "exact", err)
+	}
 	if lat, err := kubeLatency(ctx, cfg, n, cfg.latency); err != nil {
 		failed(latGoal, "p99 ≤ 100 ms", err)
 	} else {
