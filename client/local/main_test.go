@@ -2,16 +2,15 @@ package local_test
 
 import (
 	"context"
-	"fmt"
-	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/local"
+	"github.com/tether-ci/tether/internal/testing/syncbuf"
+	"github.com/tether-ci/tether/internal/testing/testbin"
 )
 
 // shimBin is the tether-shim binary built once for this package's tests
@@ -19,21 +18,9 @@ import (
 var shimBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tether-local-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shimBin = filepath.Join(dir, local.ShimName)
-	build := exec.Command("go", "build", "-o", shimBin, "github.com/tether-ci/tether/cmd/shim")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build tether-shim: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Main(m, map[string]string{local.ShimName: testbin.Shim}, func(dir string) {
+		shimBin = filepath.Join(dir, local.ShimName)
+	}))
 }
 
 // script writes an executable shell script into t's temp dir.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-ci/tether/internal/testing/testbin"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -25,22 +26,9 @@ func TestMain(m *testing.M) {
 	if runHelper() {
 		os.Exit(0)
 	}
-	dir, err := os.MkdirTemp("", "tether-shim-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Chmod(dir, 0o755) // tests also run it as an unprivileged user
-	shimBin = filepath.Join(dir, "tether-shim")
-	build := exec.Command("go", "build", "-o", shimBin, "github.com/tether-ci/tether/cmd/shim")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build tether-shim: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Main(m, map[string]string{"tether-shim": testbin.Shim}, func(dir string) {
+		shimBin = filepath.Join(dir, "tether-shim")
+	}))
 }
 
 // requireRoot fails in CI and skips elsewhere when the test needs root

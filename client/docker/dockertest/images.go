@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/tether-ci/tether/internal/testing/testbin"
 )
 
 // modulePath identifies the repository's go.mod.
@@ -59,18 +61,7 @@ func fileExists(p string) bool {
 // BuildShim builds tether-shim from the working tree, static, into dir and
 // returns its path.
 func BuildShim(ctx context.Context, dir string) (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "tether-shim")
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-trimpath", "-o", out, "./cmd/shim")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build tether-shim: %w: %s", err, b)
-	}
-	return out, nil
+	return testbin.Build(ctx, dir, "tether-shim", testbin.Shim)
 }
 
 // LoadImages loads the Tether images NAME (helper, busybox, bash) into the
