@@ -26,7 +26,13 @@
 //     the running script with TERM, then KILL after the grace period, skips
 //     the remaining main scripts and still runs the after-scripts), waits
 //     up to Options.CancelTimeout for the result, and returns it with
-//     Result.Cancelled set and an error wrapping context.Cause(ctx).
+//     Result.Cancelled set and an error wrapping context.Cause(ctx). The
+//     cancel is sent again on every new connection until the result comes
+//     (one written just before a connection broke may never have arrived);
+//     it carries an ID, so the shim acts on it once.
+//   - errors.Is(err, ErrNoJob) (Attach only, with ErrNoResult): the shim is
+//     idle and its stream holds nothing past the offset Attach reached:
+//     there is no job to follow.
 //
 // # Reconnects
 //
