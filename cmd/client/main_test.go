@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/tether-ci/tether/internal/testing/testbin"
 )
 
 // binDir holds tether and tether-shim side by side, built from source once
@@ -15,26 +16,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tether-cli-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	for name, pkg := range map[string]string{
-		"tether":      "github.com/tether-ci/tether/cmd/client",
-		"tether-shim": "github.com/tether-ci/tether/cmd/shim",
-	} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Main(m, map[string]string{"tether": testbin.Client, "tether-shim": testbin.Shim}, func(dir string) {
+		binDir = dir
+	}))
 }
 
 // tether runs the built tether binary and returns stdout, stderr and the
