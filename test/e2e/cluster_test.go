@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"io"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -123,10 +124,12 @@ func NewCluster(t testing.TB) *Cluster {
 	return &Cluster{Kubeconfig: path, Config: cfg, Client: cs}
 }
 
-// NewNamespace creates a namespace named tether-e2e-PREFIX-RANDOM, waits
-// until pods can be created in it (its default ServiceAccount and the
-// kube-root-ca.crt ConfigMap exist), and deletes it when the test ends.
-func (c *Cluster) NewNamespace(t testing.TB, prefix string) string {
+// NewNamespace creates a namespace named tether-e2e-PREFIX-RANDOM with
+// the given extra labels (set at creation, so admission never sees it
+// without them), waits until pods can be created in it (its default
+// ServiceAccount and the kube-root-ca.crt ConfigMap exist), and deletes it
+// when the test ends.
+func (c *Cluster) NewNamespace(t testing.TB, prefix string, labels ...map[string]string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -134,6 +137,9 @@ func (c *Cluster) NewNamespace(t testing.TB, prefix string) string {
 		Name:   fmt.Sprintf("tether-e2e-%s-%s", prefix, rand.String(5)),
 		Labels: map[string]string{E2ELabel: "true"},
 	}}
+	for _, l := range labels {
+		maps.Copy(ns.Labels, l)
+	}
 	got, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create namespace %s: %v", ns.Name, err)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/url"
 	"os/exec"
@@ -66,22 +67,9 @@ func TestKubeSurvivesConnectionCuts(t *testing.T) {
 			tr.Client = cs
 
 			out := &safeBuffer{}
-			cutsDone := make(chan int, 1)
-			go func() {
-				// Wait for the job's output, then cut every 300 ms until 20
-				// cuts hit at least one open connection.
-				for out.Len() == 0 && ctx.Err() == nil {
-					time.Sleep(50 * time.Millisecond)
-				}
-				hits := 0
-				for hits < 20 && ctx.Err() == nil {
-					time.Sleep(300 * time.Millisecond)
-					if proxy.CutAll() > 0 {
-						hits++
-					}
-				}
-				cutsDone <- hits
-			}()
+			// Once the job prints, cut every 300 ms until 20 cuts hit an
+			// open connection.
+			cutsDone := cutRepeatedly(ctx, proxy, func() bool { return out.Len() > 0 }, 20, 300*time.Millisecond)
 			res, err := client.Run(ctx, tr, objs.Job, client.Options{
 				Output: out, Logger: kubeLogger(t), ExitShim: true,
 				ReconnectMin: 50 * time.Millisecond, ReconnectMax: time.Second,
@@ -283,4 +271,25 @@ func TestKubeAttachAfterShimExited(t *testing.T) {
 		t.Fatalf("tether attach exit code %d, want 7", res.code)
 	}
 	waitNoTetherObjects(ctx, t, c, ns, 90*time.Second)
+}
+
+// cutRepeatedly waits until ready reports true, then cuts every connection
+// through proxy every interval until cuts of them hit at least one open
+// connection (or ctx ends). The channel gets the number of hits.
+func cutRepeatedly(ctx context.Context, proxy *faultproxy.Proxy, ready func() bool, cuts int, interval time.Duration) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		for !ready() && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		hits := 0
+		for hits < cuts && ctx.Err() == nil {
+			time.Sleep(interval)
+			if proxy.CutAll() > 0 {
+				hits++
+			}
+		}
+		done <- hits
+	}()
+	return done
 }

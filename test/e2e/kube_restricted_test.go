@@ -8,17 +8,12 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -27,41 +22,14 @@ import (
 	"github.com/tether-ci/tether/internal/testing/faultproxy"
 )
 
-// restrictedNamespace creates a namespace labelled
-// pod-security.kubernetes.io/enforce=restricted (labelled at creation, so
-// admission never sees it unlabelled), waits until pods can be created in
-// it, and deletes it when the test ends.
+// restrictedNamespace creates a namespace where the PodSecurity admission
+// enforces the "restricted" profile.
 func restrictedNamespace(t *testing.T, c *Cluster) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ns, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: "tether-e2e-restricted-" + rand.String(5),
-		Labels: map[string]string{
-			E2ELabel:                             "true",
-			"pod-security.kubernetes.io/enforce": "restricted",
-			"pod-security.kubernetes.io/enforce-version": "latest",
-		},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create the restricted namespace: %v", err)
-	}
-	name := ns.Name
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := c.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete namespace %s: %v", name, err)
-		}
+	return c.NewNamespace(t, "restricted", map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
 	})
-	c.WaitFor(ctx, t, "ServiceAccount default and ConfigMap kube-root-ca.crt in "+name, func(ctx context.Context) (bool, error) {
-		if _, err := c.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{}); err != nil {
-			return false, ignoreNotFound(err)
-		}
-		_, err := c.Client.CoreV1().ConfigMaps(name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		return err == nil, ignoreNotFound(err)
-	})
-	return name
 }
 
 // probeScript prints the user ID, whether the root filesystem is
@@ -140,22 +108,9 @@ func TestKubeRestrictedNamespace(t *testing.T) {
 		tr.Client = cs
 
 		out := &safeBuffer{}
-		cutsDone := make(chan int, 1)
-		go func() {
-			// Once the steady script prints, cut every connection through
-			// the proxy until 3 cuts hit an open one.
-			for !bytes.Contains(out.Bytes(), []byte("line 5 ")) && ctx.Err() == nil {
-				time.Sleep(50 * time.Millisecond)
-			}
-			hits := 0
-			for hits < 3 && ctx.Err() == nil {
-				time.Sleep(500 * time.Millisecond)
-				if proxy.CutAll() > 0 {
-					hits++
-				}
-			}
-			cutsDone <- hits
-		}()
+		// Once the steady script prints, cut every connection through the
+		// proxy until 3 cuts hit an open one.
+		cutsDone := cutRepeatedly(ctx, proxy, func() bool { return bytes.Contains(out.Bytes(), []byte("line 5 ")) }, 3, 500*time.Millisecond)
 		res, err := client.Run(ctx, tr, objs.Job, client.Options{
 			Output: out, Logger: kubeLogger(t), ExitShim: true,
 			ReconnectMin: 50 * time.Millisecond, ReconnectMax: time.Second,
