@@ -122,15 +122,20 @@ func TestCloseStopsARunningJobAndRemovesTheSpool(t *testing.T) {
 }
 
 // spoolDir returns the --spool-dir argument of process pid.
+// Right after Start the process may not have executed the shim yet (its
+// command line is still the parent's, or empty): it is read until it is.
 func spoolDir(t *testing.T, pid int) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range strings.Split(string(b), "\x00") {
-		if v, ok := strings.CutPrefix(a, "--spool-dir="); ok {
-			return v
+	var b []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		if b, err = os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range strings.Split(string(b), "\x00") {
+			if v, ok := strings.CutPrefix(a, "--spool-dir="); ok {
+				return v
+			}
 		}
 	}
 	t.Fatalf("no --spool-dir in %q", b)

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/tether-ci/tether/client"
 )
 
 // Config says how to start the shim.
@@ -49,11 +47,9 @@ type Shim struct {
 
 	stdinMu sync.Mutex // one command write at a time
 
-	mu   sync.Mutex
-	cur  *conn // the attached connection, or nil
-	gone bool  // the shim's stdout ended
+	relay
 
-	pumpDone chan struct{} // closed when the stdout pump ended
+	pumpDone chan struct{} // closed when the shim's stdout ended
 	exited   chan struct{} // closed when the process was reaped
 	waitErr  error         // set before exited is closed
 
@@ -119,7 +115,8 @@ func Start(ctx context.Context, cfg Config) (*Shim, error) {
 	inR.Close()
 	outW.Close()
 	s.cmd, s.stdin = cmd, inW
-	go s.pump(outR)
+	s.relay.init(outR, s.pumpDone)
+	go s.discard()
 	go func() {
 		s.waitErr = cmd.Wait()
 		close(s.exited)
@@ -142,75 +139,6 @@ func setsSpool(args, env []string) bool {
 		}
 	}
 	return false
-}
-
-// pump reads the shim's stdout until it ends and forwards every chunk to
-// the attached connection, if any. Chunks that arrive while none is
-// attached are dropped.
-func (s *Shim) pump(r *os.File) {
-	defer close(s.pumpDone)
-	defer r.Close()
-	buf := make([]byte, 256<<10) // as big as a fast decoder's reads
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			s.mu.Lock()
-			c := s.cur
-			s.mu.Unlock()
-			if c != nil {
-				// Blocks until the reader took everything (back-pressure,
-				// like a real attach) or the connection was cut.
-				_, _ = c.pw.Write(buf[:n])
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	s.mu.Lock()
-	s.gone = true
-	c := s.cur
-	s.cur = nil
-	s.mu.Unlock()
-	if c != nil {
-		c.pw.Close() // the reader sees io.EOF after the last bytes
-	}
-}
-
-// Connect attaches a new connection to the shim, cutting the current one
-// if there is one. It fails with an error wrapping client.ErrShimGone once
-// the shim's stdout has ended.
-func (s *Shim) Connect(ctx context.Context) (client.Conn, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("connect to local shim: %w", err)
-	}
-	pr, pw := io.Pipe()
-	c := &conn{s: s, pr: pr, pw: pw}
-	s.mu.Lock()
-	if s.gone {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("connect to local shim (pid %d): its output ended: %w", s.cmd.Process.Pid, client.ErrShimGone)
-	}
-	old := s.cur
-	s.cur = c
-	s.mu.Unlock()
-	if old != nil {
-		old.shut(errCut)
-	}
-	return c, nil
-}
-
-// Cut breaks the current connection, as a network failure would: its Read
-// fails and the shim keeps running. Output the shim writes before the next
-// Connect is not delivered to anyone.
-func (s *Shim) Cut() {
-	s.mu.Lock()
-	c := s.cur
-	s.cur = nil
-	s.mu.Unlock()
-	if c != nil {
-		c.shut(errCut)
-	}
 }
 
 // Pid returns the shim's process ID.
@@ -282,55 +210,4 @@ func (s *Shim) removeSpool() error {
 		return fmt.Errorf("remove the shim's spool directory: %w", err)
 	}
 	return nil
-}
-
-// conn is one connection: reads come from the pump through a pipe, writes
-// go to the shim's stdin.
-type conn struct {
-	s  *Shim
-	pr *io.PipeReader
-	pw *io.PipeWriter
-
-	mu  sync.Mutex
-	err error // set once the connection is shut
-}
-
-func (c *conn) Read(p []byte) (int, error) { return c.pr.Read(p) }
-
-func (c *conn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	if err != nil {
-		return 0, err
-	}
-	c.s.stdinMu.Lock()
-	defer c.s.stdinMu.Unlock()
-	n, err := c.s.stdin.Write(p)
-	if err != nil {
-		return n, fmt.Errorf("write to local shim stdin: %w", err)
-	}
-	return n, nil
-}
-
-// Close detaches the connection; the shim keeps running.
-func (c *conn) Close() error {
-	c.s.mu.Lock()
-	if c.s.cur == c {
-		c.s.cur = nil
-	}
-	c.s.mu.Unlock()
-	c.shut(errConnClosed)
-	return nil
-}
-
-// shut makes reads and writes fail with err and unblocks the pump.
-func (c *conn) shut(err error) {
-	c.mu.Lock()
-	if c.err == nil {
-		c.err = err
-	}
-	c.mu.Unlock()
-	c.pr.CloseWithError(err)
-	c.pw.CloseWithError(err)
 }

@@ -28,6 +28,7 @@ type runner struct {
 
 	mu      sync.Mutex
 	current *process
+	devnull *os.File // every script's stdin, opened once
 }
 
 // scriptEnv returns environ without the variables named in drop.
@@ -122,11 +123,11 @@ func (r *runner) exec(script string, stopped func() string) protocol.Status {
 		st.CommandExitCode, st.Error = codeCannotExecute, err.Error()
 		return st
 	}
-	devnull, err := os.Open(os.DevNull)
+	devnull, err := r.scriptStdin()
 	if err != nil {
 		out.Close()
 		childOut.Close()
-		st.CommandExitCode, st.Error = codeCannotExecute, fmt.Sprintf("open %s for the script's stdin: %v", os.DevNull, err)
+		st.CommandExitCode, st.Error = codeCannotExecute, err.Error()
 		return st
 	}
 	sys := &syscall.SysProcAttr{Setpgid: true}
@@ -144,7 +145,6 @@ func (r *runner) exec(script string, stopped func() string) protocol.Status {
 	r.mu.Lock()
 	if reason := stopped(); reason != "" {
 		r.mu.Unlock()
-		devnull.Close()
 		childOut.Close()
 		out.Close()
 		st.CommandExitCode, st.Error = 130, reason+" before the script started"
@@ -157,7 +157,6 @@ func (r *runner) exec(script string, stopped func() string) protocol.Status {
 		r.current = p
 	}
 	r.mu.Unlock()
-	devnull.Close()
 	childOut.Close()
 	if err != nil {
 		out.Close()
@@ -209,14 +208,36 @@ func (r *runner) drain(p *process, out *os.File, pumped chan struct{}) {
 	}()
 }
 
-// outputPipe returns the shim's read end and the script's write end.
+// scriptStdin returns /dev/null, opened once for every script.
+func (r *runner) scriptStdin() (*os.File, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.devnull == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, fmt.Errorf("open %s for the script's stdin: %w", os.DevNull, err)
+		}
+		r.devnull = f
+	}
+	return r.devnull, nil
+}
+
+// outputPipe returns the shim's read end and the script's write end. Only
+// the read end is registered with Go's poller (the pump's flush deadline
+// needs it); the write end is closed right after the fork, and registering
+// it would cost two more epoll calls per script.
 func (r *runner) outputPipe() (*os.File, *os.File, error) {
 	if r.cfg.TTY {
 		return openPty()
 	}
-	rd, wr, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("create output pipe: %w", err)
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("create output pipe: %w", os.NewSyscallError("pipe2", err))
 	}
-	return rd, wr, nil
+	if err := syscall.SetNonblock(p[0], true); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return nil, nil, fmt.Errorf("create output pipe: %w", os.NewSyscallError("fcntl", err))
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
