@@ -187,12 +187,16 @@ func (r *runner) exec(script string, stopped func() string) protocol.Status {
 // status is written anyway and their output keeps flowing as it comes
 // (or the group is killed with --kill-leftovers).
 func (r *runner) drain(p *process, out *os.File, pumped chan struct{}) {
-	t := time.NewTimer(r.cfg.DrainTimeout)
-	defer t.Stop()
 	select {
 	case <-pumped:
-	case <-t.C:
-		r.log.Info("background processes still hold the script's output open; continuing", "script", p.script, "pgid", p.pgid, "drain_timeout", r.cfg.DrainTimeout)
+	default:
+		t := time.NewTimer(r.cfg.DrainTimeout)
+		select {
+		case <-pumped:
+		case <-t.C:
+			r.log.Info("background processes still hold the script's output open; continuing", "script", p.script, "pgid", p.pgid, "drain_timeout", r.cfg.DrainTimeout)
+		}
+		t.Stop()
 	}
 	if r.cfg.KillLeftovers {
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
@@ -202,10 +206,15 @@ func (r *runner) drain(p *process, out *os.File, pumped chan struct{}) {
 			out.Close() // a child that left the group still holds it
 		}
 	}
-	go func() {
-		<-pumped
+	select {
+	case <-pumped:
 		out.Close()
-	}()
+	default:
+		go func() {
+			<-pumped
+			out.Close()
+		}()
+	}
 }
 
 // scriptStdin returns /dev/null, opened once for every script.
