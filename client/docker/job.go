@@ -42,7 +42,8 @@ type Spec struct {
 	Name string
 	// Scripts are placed under ScriptDir (see ScriptPath).
 	Scripts []Script
-	// Env is the container's environment, "NAME=value" each.
+	// Env is the container's environment, "NAME=value" each. Names
+	// starting with ShimEnvPrefix are refused: they configure tether-shim.
 	Env []string
 	// Labels are added to the container's labels (LabelManagedBy is always
 	// set).
@@ -85,11 +86,20 @@ type Container struct {
 // ID returns the container's ID.
 func (ct *Container) ID() string { return ct.id }
 
+// ShimEnvPrefix starts the names of the environment variables that
+// configure tether-shim (TETHER_SHELL, TETHER_GRACE, …).
+const ShimEnvPrefix = "TETHER_"
+
 // StartJob creates and starts a job container as described in the package
 // documentation. On failure nothing is left behind.
 func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 	if spec.Image == "" {
 		return nil, errors.New("start a job container: Spec.Image is empty")
+	}
+	for _, kv := range spec.Env {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, ShimEnvPrefix) {
+			return nil, fmt.Errorf("start a job container: variable %s: names starting with %s are reserved: they configure tether-shim", name, ShimEnvPrefix)
+		}
 	}
 	if spec.HelperImage == "" {
 		spec.HelperImage = DefaultHelperImage

@@ -338,8 +338,8 @@ func TestConnectAfterExit(t *testing.T) {
 
 func isShimGone(err error) bool { return errors.Is(err, client.ErrShimGone) }
 
-// TestMissingImage: a job image that is not in the store gives an error
-// that says so and what to do, and leaves no container.
+// TestMissingImage: bad input (a missing image or helper image, a variable
+// reserved for the shim) fails with a clear error and leaves nothing behind.
 func TestMissingImage(t *testing.T) {
 	c := needEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -352,6 +352,10 @@ func TestMissingImage(t *testing.T) {
 	_, err = c.StartJob(ctx, docker.Spec{Image: env.busybox, HelperImage: "localhost/tether/no-helper:dev"})
 	if err == nil || !strings.Contains(err.Error(), "no-helper") || !strings.Contains(err.Error(), "not in the engine's image store") {
 		t.Fatalf("StartJob with a missing helper image: %v", err)
+	}
+	_, err = c.StartJob(ctx, docker.Spec{Image: env.busybox, ShimBinary: env.shim, Env: []string{"CI=true", "TETHER_COMMANDS=/tmp/fifo"}})
+	if err == nil || !strings.Contains(err.Error(), "TETHER_COMMANDS") || !strings.Contains(err.Error(), "reserved") {
+		t.Fatalf("StartJob with a variable of the shim's: %v", err)
 	}
 	left, err := c.ListContainers(ctx, docker.LabelManagedBy+"="+docker.ManagedByValue)
 	if err != nil {

@@ -156,6 +156,7 @@ func TestBuildRejects(t *testing.T) {
 		},
 		"variables over 1 MiB": func(s *Spec) { s.Env = map[string]string{"BIG": strings.Repeat("x", 1<<20+1)} },
 		"bad variable name":    func(s *Spec) { s.Env = map[string]string{"1NOPE=": "x"} },
+		"shim's variable":      func(s *Spec) { s.Env = map[string]string{"TETHER_COMMANDS": "/tmp/fifo"} },
 		"no image":             func(s *Spec) { s.Image = "" },
 		"no namespace":         func(s *Spec) { s.Namespace = "" },
 		"no scripts":           func(s *Spec) { s.Scripts, s.After = nil, nil },

@@ -51,6 +51,10 @@ const (
 	PodInfoDir = "/tether/podinfo"
 )
 
+// ShimEnvPrefix starts the names of the environment variables that
+// configure tether-shim (TETHER_SHELL, TETHER_GRACE, …).
+const ShimEnvPrefix = "TETHER_"
+
 // Defaults of Spec.
 const (
 	// DefaultHelperImage is the image that carries tether-shim.
@@ -96,7 +100,9 @@ type Spec struct {
 	PullPolicy corev1.PullPolicy
 	// Scripts are the main scripts, After the after-scripts.
 	Scripts, After []Script
-	// Env are the job's variables, delivered in a Secret via envFrom.
+	// Env are the job's variables, delivered in a Secret via envFrom. Names
+	// starting with ShimEnvPrefix are refused: the build container's
+	// environment configures tether-shim.
 	Env map[string]string
 	// Timeout is the job timeout: the shim's --deadline (it stops the job
 	// itself and says so in band), and with DeadlineMargin the pod's
@@ -207,6 +213,9 @@ func (s Spec) withDefaults() (Spec, error) {
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if errs := validation.IsEnvVarName(k); len(errs) > 0 {
 			return s, fmt.Errorf("kube: variable name %q: %s", k, strings.Join(errs, "; "))
+		}
+		if strings.HasPrefix(k, ShimEnvPrefix) {
+			return s, fmt.Errorf("kube: variable %s: names starting with %s are reserved: they configure tether-shim (pass shim options with Spec.ShimArgs)", k, ShimEnvPrefix)
 		}
 	}
 	return s, nil

@@ -161,8 +161,12 @@ func (f *runFlags) validate(pos []string) error {
 		return errors.New("--image has no meaning with --local (scripts run on this machine)")
 	}
 	for _, kv := range f.Env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
 			return fmt.Errorf("--env %q: want KEY=VALUE", kv)
+		}
+		if strings.HasPrefix(k, "TETHER_") {
+			return fmt.Errorf("--env %s: names starting with TETHER_ are reserved: they configure tether-shim", k)
 		}
 	}
 	if err := f.validateSecurity(); err != nil {

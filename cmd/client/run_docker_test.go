@@ -82,7 +82,7 @@ func TestRunDockerMatchesLocal(t *testing.T) {
 			}()},
 		{name: "failing-step", scripts: []string{"echo one; echo err >&2", "echo two; exit 7", "echo never", "echo after"}, after: true,
 			wantCode: 7, want: "one\nerr\ntwo\nafter\n"},
-		{name: "env", scripts: []string{`printf '%s\n' "$TETHER_TEST_VAR"`}, want: "a b=c\n"},
+		{name: "env", scripts: []string{`printf '%s\n' "$JOB_TEST_VAR"`}, want: "a b=c\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestRunDockerMatchesLocal(t *testing.T) {
 				}
 				args = append(args, p)
 			}
-			common := []string{"run", "--env", "TETHER_TEST_VAR=a b=c"}
+			common := []string{"run", "--env", "JOB_TEST_VAR=a b=c"}
 			lout, lerr, lcode := tether(t, dir, append(append(common, "--local"), args...)...)
 			dout, derr, dcode := tether(t, dir, append(append(common, "--docker", "--image", busybox, "--helper-image", helper), args...)...)
 			if string(lout) != tc.want || lcode != tc.wantCode {

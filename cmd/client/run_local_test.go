@@ -178,6 +178,7 @@ func TestRunBadInputExits2(t *testing.T) {
 		"two backends":   {"run", "--local", "--docker", "a.sh"},
 		"no backend":     {"run", "a.sh"},
 		"bad env":        {"run", "--local", "--env", "NOEQUALS", "a.sh"},
+		"shim's env":     {"run", "--local", "--env", "TETHER_SHELL=/bin/false", "a.sh"},
 		"bad log format": {"run", "--local", "--log-format", "xml", "a.sh"},
 		"unknown cmd":    {"frob"},
 		"no command":     {},
