@@ -96,7 +96,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.StringVar(&f.Namespace, "n", "", "shorthand for --namespace")
 	fs.DurationVar(&f.Timeout, "timeout", time.Hour, "job timeout; the shim stops the job when it passes (0 = none)")
 	fs.DurationVar(&f.TTL, "ttl", 0, "pod TTL after which tether gc deletes it (0 = timeout + 15m)")
-	fs.Var(&f.Env, "env", "job variable `K=V` (repeatable)")
+	fs.Var(&f.Env, "env", "job variable `K=V` (repeatable; names starting with TETHER_ are reserved for tether-shim)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
 	fs.StringVar(&f.HelperImage, "helper-image", DefaultHelperImage, "image that carries tether-shim")
