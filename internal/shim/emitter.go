@@ -23,8 +23,11 @@ type emitter struct {
 	enc   *protocol.Encoder
 	store replayStore
 	buf   []byte
-	err   error // first write error; the stream is unusable after it
-	log   *slog.Logger
+	// held holds sequenced records encoded by Hold and not written yet:
+	// they go out at the front of the next write.
+	held []byte
+	err  error // first write error; the stream is unusable after it
+	log  *slog.Logger
 	// failed is closed on the first write error so the shim can stop.
 	failed chan struct{}
 }
@@ -36,8 +39,13 @@ func newEmitter(out io.Writer, store replayStore, log *slog.Logger) *emitter {
 	return &emitter{out: out, enc: protocol.NewEncoder(), store: store, log: log, failed: make(chan struct{})}
 }
 
-// write stores and sends b, which holds sequenced records. Called with mu held.
+// write stores and sends b, which holds sequenced records (after the held
+// ones, which sequenced records carry at their front). Called with mu held.
 func (e *emitter) write(b []byte, sequenced bool) {
+	if !sequenced {
+		e.writeHeld()
+	}
+	e.held = e.held[:0]
 	if e.err != nil || len(b) == 0 {
 		return
 	}
@@ -52,6 +60,21 @@ func (e *emitter) write(b []byte, sequenced bool) {
 	}
 }
 
+// writeHeld writes the held records on their own. Called with mu held.
+func (e *emitter) writeHeld() {
+	if len(e.held) > 0 {
+		held := e.held
+		e.held = nil // write clears it
+		e.write(held, true)
+		e.held = held[:0]
+	}
+}
+
+// start returns e.buf emptied, with the held records at its front.
+func (e *emitter) start() []byte {
+	return append(e.buf[:0], e.held...)
+}
+
 func (e *emitter) fail(err error) {
 	e.err = err
 	e.log.Error("record stream failed", "err", err)
@@ -62,7 +85,7 @@ func (e *emitter) fail(err error) {
 func (e *emitter) Output(data []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.buf = e.enc.AppendOutput(e.buf[:0], data)
+	e.buf = e.enc.AppendOutput(e.start(), data)
 	e.write(e.buf, true)
 	if cap(e.buf) > 1<<20 {
 		e.buf = nil // do not pin a huge buffer
@@ -74,12 +97,27 @@ func (e *emitter) Record(t protocol.Type, v any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var err error
-	e.buf, err = e.enc.AppendJSON(e.buf[:0], t, v)
+	e.buf, err = e.enc.AppendJSON(e.start(), t, v)
 	if err != nil {
 		e.log.Error("cannot encode record", "type", t.String(), "err", err)
+		e.writeHeld()
 		return
 	}
 	e.write(e.buf, true)
+}
+
+// Hold encodes a sequenced JSON record now and sends it with the next
+// write: the caller knows another record follows at once (a script's
+// status, then the next script's begin record or the job record), and one
+// write instead of two spares a wake-up of the client per script. Every
+// other method writes the held records first.
+func (e *emitter) Hold(t protocol.Type, v any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var err error
+	if e.held, err = e.enc.AppendJSON(e.held, t, v); err != nil {
+		e.log.Error("cannot encode record", "type", t.String(), "err", err)
+	}
 }
 
 // Unsequenced sends an unsequenced JSON record (not stored for replay).
@@ -112,6 +150,7 @@ func (e *emitter) Offset() int64 {
 func (e *emitter) Resume(nonce string, from int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.writeHeld() // the replay comes from the store
 	end := e.enc.Offset()
 	ans := protocol.Resumed{Nonce: nonce, From: from, End: end, Oldest: e.store.Oldest()}
 	switch {
@@ -135,9 +174,11 @@ func (e *emitter) Close(x protocol.Exit) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var err error
-	e.buf, err = e.enc.AppendJSON(e.buf[:0], protocol.TypeExit, x)
+	e.buf, err = e.enc.AppendJSON(e.start(), protocol.TypeExit, x)
 	if err == nil {
 		e.write(e.buf, true)
+	} else {
+		e.writeHeld()
 	}
 	if e.err == nil {
 		e.err = errClosed

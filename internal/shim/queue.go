@@ -85,7 +85,7 @@ func (s *Shim) execute(it *item) int {
 	c := it.cmd
 	if c.Cmd == protocol.CmdRun {
 		it.setPhase("script")
-		return s.runner.run(c.Script, "script", "", it.stopMain).CommandExitCode
+		return s.runner.run(c.Script, "script", "", it.stopMain, false).CommandExitCode
 	}
 	done := protocol.JobDone{Job: c.ID}
 	it.setPhase("script")
@@ -93,7 +93,7 @@ func (s *Shim) execute(it *item) int {
 		if it.stopMain() != "" {
 			break
 		}
-		st := s.runner.run(script, "script", c.ID, it.stopMain)
+		st := s.runner.run(script, "script", c.ID, it.stopMain, true)
 		if st.CommandExitCode != 0 {
 			done.ExitCode, done.FailedScript = st.CommandExitCode, script
 			break
@@ -104,7 +104,7 @@ func (s *Shim) execute(it *item) int {
 		if it.stopAfter() != "" {
 			break
 		}
-		s.runner.run(script, "after", c.ID, it.stopAfter)
+		s.runner.run(script, "after", c.ID, it.stopAfter, true)
 	}
 	it.mu.Lock()
 	done.Cancelled = it.cancelled

@@ -99,12 +99,18 @@ func (r *runner) signal(sig syscall.Signal) {
 
 // run runs script and returns its status after emitting the begin and
 // status records. stopped reports a stop requested before the script could
-// start (the script is then not run).
-func (r *runner) run(script, phase, job string, stopped func() string) protocol.Status {
+// start (the script is then not run). With more set, the caller writes
+// another record at once (a job's next begin record, or its job record),
+// and the status record goes out with it.
+func (r *runner) run(script, phase, job string, stopped func() string, more bool) protocol.Status {
 	r.em.Record(protocol.TypeBegin, protocol.Begin{Script: script, Phase: phase, Job: job})
 	st := r.exec(script, stopped)
 	st.Phase, st.Job = phase, job
-	r.em.Record(protocol.TypeStatus, st)
+	if more {
+		r.em.Hold(protocol.TypeStatus, st)
+	} else {
+		r.em.Record(protocol.TypeStatus, st)
+	}
 	return st
 }
 
