@@ -120,7 +120,7 @@ func appendEscaped(dst, src []byte, limit int) ([]byte, int) {
 		for end := min(i+8, len(src)); i < end; {
 			b := src[i]
 			if b-0xc2 <= 0xf4-0xc2 && i+1 < len(src) && src[i+1]&0xc0 == 0x80 {
-				if r, n := utf8.DecodeRune(src[i:]); r != utf8.RuneError || n > 1 {
+				if n := runeLen(src[i:]); n > 0 {
 					w += copy(out[w:], src[i:i+n])
 					i += n
 					continue
@@ -187,6 +187,28 @@ func appendEscaped(dst, src []byte, limit int) ([]byte, int) {
 		i++
 	}
 	return out[:w], i
+}
+
+// runeLen returns the length of the valid UTF-8 character at the start of
+// s, whose first byte is a lead byte (0xc2 to 0xf4) followed by a
+// continuation byte, or 0 when it is not one. Two- and three-byte
+// characters (accents, CJK, box drawing) are checked inline.
+func runeLen(s []byte) int {
+	switch b := s[0]; {
+	case b < 0xe0:
+		return 2
+	case b < 0xf0:
+		if len(s) < 3 || s[2]&0xc0 != 0x80 ||
+			b == 0xe0 && s[1] < 0xa0 || // overlong
+			b == 0xed && s[1] > 0x9f { // a surrogate half
+			return 0
+		}
+		return 3
+	}
+	if r, n := utf8.DecodeRune(s); r != utf8.RuneError || n > 1 {
+		return n
+	}
+	return 0
 }
 
 // fastRoom is the room appendEscaped's fast loop needs for one block: at

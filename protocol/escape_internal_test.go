@@ -3,6 +3,7 @@ package protocol
 import (
 	"math/rand/v2"
 	"testing"
+	"unicode/utf8"
 )
 
 // plainPrefixBytewise is the obvious definition plainPrefix must match.
@@ -37,6 +38,37 @@ func TestPlainPrefixMatchesBytewise(t *testing.T) {
 		}
 		if got, want := plainPrefix(src), plainPrefixBytewise(src); got != want {
 			t.Fatalf("round %d: plainPrefix(%q) = %d, want %d", round, src, got, want)
+		}
+	}
+}
+
+// TestRuneLenMatchesDecodeRune checks the inline UTF-8 validation against
+// utf8.DecodeRune for every lead byte it is called with, every
+// continuation byte after it, and every third byte (with a few fourth
+// bytes), including short inputs.
+func TestRuneLenMatchesDecodeRune(t *testing.T) {
+	for b0 := 0xc2; b0 <= 0xf4; b0++ {
+		for b1 := 0x80; b1 <= 0xbf; b1++ {
+			for b2 := -1; b2 <= 0xff; b2++ {
+				for _, b3 := range []int{-1, 0x00, 0x7f, 0x80, 0xbf, 0xc0} {
+					s := []byte{byte(b0), byte(b1)}
+					if b2 >= 0 {
+						s = append(s, byte(b2))
+						if b3 >= 0 {
+							s = append(s, byte(b3))
+						}
+					} else if b3 >= 0 {
+						continue
+					}
+					want := 0
+					if r, n := utf8.DecodeRune(s); r != utf8.RuneError || n > 1 {
+						want = n
+					}
+					if got := runeLen(s); got != want {
+						t.Fatalf("runeLen(% x) = %d, want %d", s, got, want)
+					}
+				}
+			}
 		}
 	}
 }
