@@ -48,23 +48,7 @@ func TestKubeSurvivesConnectionCuts(t *testing.T) {
 			script, want := steadyScript(400, "0.05", 9)
 			pod, objs := startPod(ctx, t, c, kubeSpec(ns, BusyboxImage, script))
 
-			api, err := url.Parse(c.Config.Host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxy, err := faultproxy.Start(api.Host, faultproxy.Options{Logf: t.Logf})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer proxy.Close()
-			cfg := rest.CopyConfig(c.Config)
-			cfg.Host = "https://" + proxy.Addr()
-			cs, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := pod.Transport(cfg, kube.TransportOptions{Protocol: proto, Logger: kubeLogger(t)})
-			tr.Client = cs
+			proxy, tr := proxiedTransport(t, c, pod, kube.TransportOptions{Protocol: proto, Logger: kubeLogger(t)})
 
 			out := &safeBuffer{}
 			// Once the job prints, cut every 300 ms until 20 cuts hit an
@@ -292,4 +276,29 @@ func cutRepeatedly(ctx context.Context, proxy *faultproxy.Proxy, ready func() bo
 		done <- hits
 	}()
 	return done
+}
+
+// proxiedTransport returns a transport to pod whose every connection to
+// the API server (attach and API calls alike) goes through a fault proxy
+// the test can cut; the proxy is closed when the test ends.
+func proxiedTransport(t *testing.T, c *Cluster, pod *kube.Pod, opts kube.TransportOptions) (*faultproxy.Proxy, *kube.Transport) {
+	t.Helper()
+	api, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.Start(api.Host, faultproxy.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Host = "https://" + proxy.Addr()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := pod.Transport(cfg, opts)
+	tr.Client = cs
+	return proxy, tr
 }

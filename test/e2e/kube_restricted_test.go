@@ -9,17 +9,12 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
-	"github.com/tether-ci/tether/internal/testing/faultproxy"
 )
 
 // restrictedNamespace creates a namespace where the PodSecurity admission
@@ -89,23 +84,7 @@ func TestKubeRestrictedNamespace(t *testing.T) {
 		spec.Restricted = true
 		pod, objs := startPod(ctx, t, c, spec)
 
-		api, err := url.Parse(c.Config.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy, err := faultproxy.Start(api.Host, faultproxy.Options{Logf: t.Logf})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
-		cfg := rest.CopyConfig(c.Config)
-		cfg.Host = "https://" + proxy.Addr()
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := pod.Transport(cfg, kube.TransportOptions{Logger: kubeLogger(t)})
-		tr.Client = cs
+		proxy, tr := proxiedTransport(t, c, pod, kube.TransportOptions{Logger: kubeLogger(t)})
 
 		out := &safeBuffer{}
 		// Once the steady script prints, cut every connection through the
