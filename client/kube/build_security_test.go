@@ -165,15 +165,22 @@ func hasTmpEmptyDir(pod *corev1.Pod) bool {
 	return v != nil && v.EmptyDir != nil
 }
 
-func TestRestrictedPodPassesProfile(t *testing.T) {
-	objs, err := Build(restrictedSpec())
+// buildRestricted builds spec's pod and fails the test unless it passes the
+// restricted profile.
+func buildRestricted(t *testing.T, spec Spec) *corev1.Pod {
+	t.Helper()
+	objs, err := Build(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := objs.Pod
-	if bad := restrictedViolations(pod); len(bad) > 0 {
-		t.Fatalf("the Restricted pod violates the restricted profile:\n%s", strings.Join(bad, "\n"))
+	if bad := restrictedViolations(objs.Pod); len(bad) > 0 {
+		t.Fatalf("the pod violates the restricted profile:\n%s", strings.Join(bad, "\n"))
 	}
+	return objs.Pod
+}
+
+func TestRestrictedPodPassesProfile(t *testing.T) {
+	pod := buildRestricted(t, restrictedSpec())
 	sc := pod.Spec.Containers[0].SecurityContext
 	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != RestrictedUID || RestrictedUID != 65532 {
 		t.Errorf("build container runAsUser %v, want %d", sc.RunAsUser, RestrictedUID)
@@ -244,14 +251,7 @@ func TestRestrictedCallerSettingsWin(t *testing.T) {
 			ReadOnlyRootFilesystem: new(false),
 			Capabilities:           &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}},
 		}
-		objs, err := Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pod := objs.Pod
-		if bad := restrictedViolations(pod); len(bad) > 0 {
-			t.Fatalf("violations:\n%s", strings.Join(bad, "\n"))
-		}
+		pod := buildRestricted(t, s)
 		psc, sc := pod.Spec.SecurityContext, pod.Spec.Containers[0].SecurityContext
 		if *psc.RunAsUser != 1000 || *psc.RunAsGroup != 3000 || psc.SeccompProfile.Type != corev1.SeccompProfileTypeLocalhost {
 			t.Errorf("pod security context %+v: the caller's settings are lost", psc)
@@ -277,14 +277,7 @@ func TestRestrictedCallerSettingsWin(t *testing.T) {
 		s := restrictedSpec()
 		s.SecurityContext = &corev1.SecurityContext{RunAsUser: new(int64(4242))}
 		s.PodSecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: new(true)}
-		objs, err := Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pod := objs.Pod
-		if bad := restrictedViolations(pod); len(bad) > 0 {
-			t.Fatalf("violations:\n%s", strings.Join(bad, "\n"))
-		}
+		pod := buildRestricted(t, s)
 		sc := pod.Spec.Containers[0].SecurityContext
 		if *sc.RunAsUser != 4242 {
 			t.Errorf("build runAsUser %d, want the caller's 4242", *sc.RunAsUser)
