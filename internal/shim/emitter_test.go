@@ -25,10 +25,14 @@ func (w *writeLog) all() []byte { return bytes.Join(w.writes, nil) }
 func TestHeldRecordGoesOutWithTheNextWrite(t *testing.T) {
 	st := protocol.Status{Script: "/s", Phase: "script", Job: "j"}
 	for name, next := range map[string]func(*emitter){
-		"record": func(e *emitter) { e.Record(protocol.TypeBegin, protocol.Begin{Script: "/t", Phase: "script", Job: "j"}) },
+		"record": func(e *emitter) {
+			e.Record(protocol.TypeBegin, protocol.Begin{Script: "/t", Phase: "script", Job: "j"})
+		},
 		"output": func(e *emitter) { e.Output([]byte("late output of a background child\n")) },
 		"close":  func(e *emitter) { e.Close(protocol.Exit{Reason: protocol.ReasonDeadline, ExitCode: 124}) },
-		"ping":   func(e *emitter) { e.Unsequenced(protocol.TypeAlive, protocol.Alive{Nonce: "n", State: protocol.StateIdle}) },
+		"ping": func(e *emitter) {
+			e.Unsequenced(protocol.TypeAlive, protocol.Alive{Nonce: "n", State: protocol.StateIdle})
+		},
 		"resume": func(e *emitter) { e.Resume("k", 0) },
 	} {
 		t.Run(name, func(t *testing.T) {
