@@ -39,13 +39,13 @@ func newEmitter(out io.Writer, store replayStore, log *slog.Logger) *emitter {
 	return &emitter{out: out, enc: protocol.NewEncoder(), store: store, log: log, failed: make(chan struct{})}
 }
 
-// write stores and sends b, which holds sequenced records (after the held
-// ones, which sequenced records carry at their front). Called with mu held.
+// write stores and sends b, which holds sequenced records when sequenced
+// is set (built on start, so the held records are at its front). An
+// unsequenced record goes out after the held ones. Called with mu held.
 func (e *emitter) write(b []byte, sequenced bool) {
 	if !sequenced {
 		e.writeHeld()
 	}
-	e.held = e.held[:0]
 	if e.err != nil || len(b) == 0 {
 		return
 	}
@@ -63,16 +63,17 @@ func (e *emitter) write(b []byte, sequenced bool) {
 // writeHeld writes the held records on their own. Called with mu held.
 func (e *emitter) writeHeld() {
 	if len(e.held) > 0 {
-		held := e.held
-		e.held = nil // write clears it
-		e.write(held, true)
-		e.held = held[:0]
+		e.write(e.held, true)
+		e.held = e.held[:0]
 	}
 }
 
-// start returns e.buf emptied, with the held records at its front.
+// start returns e.buf emptied but for the held records, which the next
+// sequenced write carries at its front. Called with mu held.
 func (e *emitter) start() []byte {
-	return append(e.buf[:0], e.held...)
+	b := append(e.buf[:0], e.held...)
+	e.held = e.held[:0]
+	return b
 }
 
 func (e *emitter) fail(err error) {
@@ -100,10 +101,8 @@ func (e *emitter) Record(t protocol.Type, v any) {
 	e.buf, err = e.enc.AppendJSON(e.start(), t, v)
 	if err != nil {
 		e.log.Error("cannot encode record", "type", t.String(), "err", err)
-		e.writeHeld()
-		return
 	}
-	e.write(e.buf, true)
+	e.write(e.buf, true) // the held records, at least
 }
 
 // Hold encodes a sequenced JSON record now and sends it with the next
@@ -175,11 +174,10 @@ func (e *emitter) Close(x protocol.Exit) {
 	defer e.mu.Unlock()
 	var err error
 	e.buf, err = e.enc.AppendJSON(e.start(), protocol.TypeExit, x)
-	if err == nil {
-		e.write(e.buf, true)
-	} else {
-		e.writeHeld()
+	if err != nil {
+		e.log.Error("cannot encode the final record", "err", err)
 	}
+	e.write(e.buf, true) // the held records, at least
 	if e.err == nil {
 		e.err = errClosed
 	}
