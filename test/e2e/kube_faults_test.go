@@ -153,23 +153,7 @@ func TestKubeAttachFromNewProcess(t *testing.T) {
 	paths := writeScripts(t, []string{"job.sh", "after.sh"}, map[string]string{"job.sh": script, "after.sh": "echo after-script\n"})
 	want += "after-script\n"
 
-	run := exec.Command(bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns, paths[0], "--after", paths[1])
-	run.Env = append(run.Environ(), "KUBECONFIG="+c.Kubeconfig)
-	first := &safeBuffer{}
-	var runErr bytes.Buffer
-	run.Stdout, run.Stderr = first, &runErr
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for !bytes.Contains(first.Bytes(), []byte("line 10 ")) {
-		if time.Now().After(deadline) {
-			_ = run.Process.Kill()
-			_ = run.Wait()
-			t.Fatalf("tether run produced no output in time; stderr:\n%s", runErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	run, first, _ := startTetherRun(t, c, bin, "line 10 ", "-n", ns, paths[0], "--after", paths[1])
 	if err := run.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -216,24 +200,7 @@ func TestKubeAttachAfterShimExited(t *testing.T) {
 	script, want := steadyScript(30, "0.1", 7)
 	paths := writeScripts(t, []string{"job.sh"}, map[string]string{"job.sh": script})
 
-	run := exec.Command(bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns,
-		"--idle-timeout", "3s", paths[0])
-	run.Env = append(run.Environ(), "KUBECONFIG="+c.Kubeconfig)
-	first := &safeBuffer{}
-	var runErr bytes.Buffer
-	run.Stdout, run.Stderr = first, &runErr
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for !bytes.Contains(first.Bytes(), []byte("line 3 ")) {
-		if time.Now().After(deadline) {
-			_ = run.Process.Kill()
-			_ = run.Wait()
-			t.Fatalf("tether run produced no output in time; stderr:\n%s", runErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	run, _, _ := startTetherRun(t, c, bin, "line 3 ", "-n", ns, "--idle-timeout", "3s", paths[0])
 	_ = run.Process.Kill()
 	_ = run.Wait()
 
@@ -301,4 +268,30 @@ func proxiedTransport(t *testing.T, c *Cluster, pod *kube.Pod, opts kube.Transpo
 	tr := pod.Transport(cfg, opts)
 	tr.Client = cs
 	return proxy, tr
+}
+
+// startTetherRun starts `tether run --image BusyboxImage --helper-image
+// HelperImage ARGS...` against the cluster and returns once its stdout
+// holds marker (failing the test after two minutes without it), with its
+// stdout and stderr so far and still growing.
+func startTetherRun(t *testing.T, c *Cluster, bin, marker string, args ...string) (*exec.Cmd, *safeBuffer, *bytes.Buffer) {
+	t.Helper()
+	run := exec.Command(bin, append([]string{"run", "--image", BusyboxImage, "--helper-image", HelperImage}, args...)...)
+	run.Env = append(run.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	out := &safeBuffer{}
+	runErr := &bytes.Buffer{}
+	run.Stdout, run.Stderr = out, runErr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !bytes.Contains(out.Bytes(), []byte(marker)) {
+		if time.Now().After(deadline) {
+			_ = run.Process.Kill()
+			_ = run.Wait()
+			t.Fatalf("tether run produced no output in time; stderr:\n%s", runErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return run, out, runErr
 }
