@@ -119,6 +119,8 @@ mkdir -p "$out"
 for name in "${names[@]}"; do
   [ -f "images/$name/Dockerfile" ] || die "images/$name/Dockerfile is missing"
   ref="localhost/tether/$name:$tag"
+  # The node's containerd names the sandbox image with the dev tag.
+  [ "$name" != pause ] || ref="localhost/tether/pause:dev"
   start=$(date +%s%N)
   prepare "$name"
   buildflags=()

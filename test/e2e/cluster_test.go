@@ -48,17 +48,29 @@ import (
 	"github.com/tether-ci/tether/protocol"
 )
 
-// Images built by scripts/build-images.sh and imported into the node.
-const (
+// Images built by scripts/build-images.sh and imported into the node. Their
+// tag is TETHER_IMAGE_TAG (default dev), as build-images.sh tags them, so
+// several checkouts can share one node without running each other's shim.
+var (
 	// HelperImage holds the static /tether-shim and /tether (no shell, uid 65532).
-	HelperImage = "localhost/tether/helper:dev"
+	HelperImage = "localhost/tether/helper:" + imageTag()
 	// BusyboxImage is busybox-static with its applets (sh, sleep, cat, ...).
-	BusyboxImage = "localhost/tether/busybox:dev"
+	BusyboxImage = "localhost/tether/busybox:" + imageTag()
 	// BashImage is bash-static as /bin/bash plus the busybox applets.
-	BashImage = "localhost/tether/bash:dev"
-	// PauseImage is the node's sandbox image.
-	PauseImage = "localhost/tether/pause:dev"
+	BashImage = "localhost/tether/bash:" + imageTag()
 )
+
+// PauseImage is the node's sandbox image (always tagged dev: the node's
+// containerd configuration names it).
+const PauseImage = "localhost/tether/pause:dev"
+
+// imageTag is the tag of the images under test.
+func imageTag() string {
+	if t := os.Getenv("TETHER_IMAGE_TAG"); t != "" {
+		return t
+	}
+	return "dev"
+}
 
 // NodeName is the name of the e2e node.
 const NodeName = "localhost"
