@@ -12,16 +12,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tether-ci/tether/internal/contract"
 )
 
 // DefaultHelperImage is the image the shim is copied from by default.
-const DefaultHelperImage = "localhost/tether/helper:dev"
+const DefaultHelperImage = contract.DefaultHelperImage
 
 // Labels put on every container Tether creates.
 const (
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedByValue = "tether"
-	LabelJob       = "tether.dev/job"
+	// LabelManagedBy is set to ManagedByValue on every container and volume.
+	LabelManagedBy = contract.LabelManagedBy
+	// ManagedByValue is the LabelManagedBy value.
+	ManagedByValue = contract.ManagedByValue
+	// LabelJob carries the job ID.
+	LabelJob = contract.LabelJob
 )
 
 // Spec describes a job container.

@@ -14,19 +14,21 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tether-ci/tether/internal/contract"
 )
 
 // Labels and annotations Tether puts on what it creates.
 const (
 	// LabelManagedBy is set to ManagedByValue on every object.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelManagedBy = contract.LabelManagedBy
 	// ManagedByValue is the LabelManagedBy value.
-	ManagedByValue = "tether"
+	ManagedByValue = contract.ManagedByValue
 	// LabelJob carries the job ID on every object.
-	LabelJob = "tether.dev/job"
+	LabelJob = contract.LabelJob
 	// AnnotationTTL is the pod's time to live in seconds, read by the shim
-	// (through the downward API) and by `tether gc` (seed 001's cleaner).
-	AnnotationTTL = "cleaner.kubernetes.gitlab.org/ttl"
+	// (through the downward API) and by the cleaner (`tether gc`).
+	AnnotationTTL = contract.AnnotationTTL
 	// AnnotationDefaultContainer makes kubectl attach/logs pick the build
 	// container.
 	AnnotationDefaultContainer = "kubectl.kubernetes.io/default-container"
@@ -58,7 +60,7 @@ const ShimEnvPrefix = "TETHER_"
 // Defaults of Spec.
 const (
 	// DefaultHelperImage is the image that carries tether-shim.
-	DefaultHelperImage = "localhost/tether/helper:dev"
+	DefaultHelperImage = contract.DefaultHelperImage
 	// DefaultDeadlineMargin is added to the job timeout for the pod's
 	// activeDeadlineSeconds, so the shim's own deadline (which reports in
 	// band) fires first even after a slow image pull.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/client"
+
+	"github.com/tether-ci/tether/internal/contract"
 )
 
 // runFlags holds every `tether run` flag, for all backends, and the
@@ -54,7 +56,7 @@ type runFlags struct {
 }
 
 // DefaultHelperImage is the image that carries tether-shim (docs/ARCHITECTURE.md).
-const DefaultHelperImage = "localhost/tether/helper:dev"
+const DefaultHelperImage = contract.DefaultHelperImage
 
 const runUsage = `Usage: tether run [flags] SCRIPT... [--after SCRIPT]...
 

@@ -6,11 +6,13 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/tether-ci/tether/internal/contract"
 )
 
 // TTLAnnotation is the pod annotation whose value is the pod's time to live in
-// whole seconds, counted from the pod's creation time (seed 001).
-const TTLAnnotation = "cleaner.kubernetes.gitlab.org/ttl"
+// whole seconds, counted from the pod's creation time.
+const TTLAnnotation = contract.AnnotationTTL
 
 // maxTTLSeconds is the largest TTL that fits in a time.Duration. A pod's age
 // is a time.Duration, so a larger TTL can never expire.

@@ -8,13 +8,15 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tether-ci/tether/internal/contract"
 )
 
 // ManagedByLabel and ManagedByValue mark every object Tether creates. The
 // cleaner considers a ConfigMap or Secret only when it carries this label.
 const (
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "tether"
+	ManagedByLabel = contract.LabelManagedBy
+	ManagedByValue = contract.ManagedByValue
 )
 
 // OrphanState is the outcome of applying the orphan rule to one labelled

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tether-ci/tether/internal/contract"
 )
 
 // Config is tether-shim's configuration. Every field has a flag and an
@@ -53,8 +55,8 @@ type Config struct {
 	Start time.Time
 }
 
-// TTLAnnotation is the pod annotation holding the TTL in seconds (seed 001).
-const TTLAnnotation = "cleaner.kubernetes.gitlab.org/ttl"
+// TTLAnnotation is the pod annotation holding the TTL in seconds.
+const TTLAnnotation = contract.AnnotationTTL
 
 // ParseConfig parses tether-shim's flags and environment. Usage and errors
 // go to stderr; flag.ErrHelp is returned for --help.
