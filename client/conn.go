@@ -100,12 +100,12 @@ func (c *connState) writeLoop() {
 // block, writes the output decoded so far: output reaches the caller in
 // one write per chunk received, never later than the chunk after it.
 type activityReader struct {
-	s *session
-	c *connState
+	st *stream
+	c  *connState
 }
 
 func (r activityReader) Read(p []byte) (int, error) {
-	if err := r.s.flush(); err != nil {
+	if err := r.st.flush(); err != nil {
 		return 0, err
 	}
 	n, err := r.c.conn.Read(p)
@@ -130,8 +130,8 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 	}
 	start := time.Now()
 	c.lastRead.Store(start.UnixNano())
-	c.send(protocol.Command{Cmd: protocol.CmdResume, From: s.next, Nonce: c.nonce})
-	if s.job != nil && !s.jobSeen {
+	c.send(protocol.Command{Cmd: protocol.CmdResume, From: s.st.next, Nonce: c.nonce})
+	if s.job != nil && !s.st.jobSeen {
 		c.send(*s.job)
 		s.submitted = true
 	}
@@ -146,7 +146,10 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 		c.send(s.cancelCommand())
 	}
 	go c.writeLoop()
-	go func() { c.readerDone <- s.read(c) }()
+	// From here until readerDone delivers, s.st is the reader's.
+	st := s.st
+	st.attempts = s.attempts
+	go func() { c.readerDone <- st.read(c) }()
 
 	tick := max(min(s.opts.PingInterval, s.opts.StallTimeout/4), 10*time.Millisecond)
 	ticker := time.NewTicker(tick)

@@ -17,8 +17,8 @@ const flushAt = 256 << 10
 
 // read decodes one connection's records until the connection ends, the job
 // finishes, or something fatal happens.
-func (s *session) read(c *connState) serveEnd {
-	dec := protocol.NewDecoder(activityReader{s: s, c: c})
+func (s *stream) read(c *connState) serveEnd {
+	dec := protocol.NewDecoder(activityReader{st: s, c: c})
 	for {
 		if c.synced.Load() {
 			// The bulk of a stream: plain output records in order, taken
@@ -97,26 +97,26 @@ func (s *session) read(c *connState) serveEnd {
 }
 
 // endRead writes the remaining output before the reader returns.
-func (s *session) endRead(end serveEnd) serveEnd {
+func (s *stream) endRead(end serveEnd) serveEnd {
 	if err := s.flush(); err != nil {
 		return s.fatalOutput()
 	}
 	return end
 }
 
-func (s *session) fatalOutput() serveEnd {
+func (s *stream) fatalOutput() serveEnd {
 	return serveEnd{fatal: true, err: fmt.Errorf("write the job's output: %w", s.outErr)}
 }
 
 // flush writes the pending output to opts.Output.
-func (s *session) flush() error {
+func (s *stream) flush() error {
 	if s.outErr != nil {
 		return s.outErr
 	}
 	if len(s.pending) == 0 {
 		return nil
 	}
-	n, err := s.opts.Output.Write(s.pending)
+	n, err := s.output.Write(s.pending)
 	if err == nil && n < len(s.pending) {
 		err = io.ErrShortWrite
 	}
@@ -134,7 +134,7 @@ func (s *session) flush() error {
 
 // sync looks for the answer to this connection's resume command; everything
 // before it is ignored. It reports ok when the reader must return.
-func (s *session) sync(c *connState, rec protocol.Record) (serveEnd, bool) {
+func (s *stream) sync(c *connState, rec protocol.Record) (serveEnd, bool) {
 	if rec.Type != protocol.TypeResumed {
 		return serveEnd{}, false
 	}
@@ -154,7 +154,7 @@ func (s *session) sync(c *connState, rec protocol.Record) (serveEnd, bool) {
 
 // handle acts on a sequenced JSON record. done means the reader returns
 // end.
-func (s *session) handle(c *connState, rec protocol.Record) (end serveEnd, done bool) {
+func (s *stream) handle(c *connState, rec protocol.Record) (end serveEnd, done bool) {
 	bad := func(err error) (serveEnd, bool) {
 		return serveEnd{fatal: true, err: fmt.Errorf("%s record at offset %d: %w", rec.Type, rec.Seq, err)}, true
 	}
@@ -200,7 +200,7 @@ func (s *session) handle(c *connState, rec protocol.Record) (end serveEnd, done 
 		}
 		s.jobSeen, s.jobDone = true, true
 		s.res.ExitCode, s.res.FailedScript, s.res.Cancelled = j.ExitCode, j.FailedScript, j.Cancelled
-		if !s.opts.ExitShim {
+		if !s.exitShim {
 			return serveEnd{}, true
 		}
 		c.send(protocol.Command{Cmd: protocol.CmdExit})
@@ -238,7 +238,7 @@ func (s *session) handle(c *connState, rec protocol.Record) (end serveEnd, done 
 
 // ours reports whether a record of job id belongs to this session's job
 // (every job does for Attach).
-func (s *session) ours(id string) bool {
+func (s *stream) ours(id string) bool {
 	return s.job == nil || id == s.job.ID
 }
 
@@ -250,7 +250,7 @@ func quote(s string) string {
 // checkIdle ends an Attach session that has nothing to follow: the ping
 // answer says the shim is idle, and every record before it (the answer is
 // written in stream order) has been read.
-func (s *session) checkIdle(rec protocol.Record) (serveEnd, bool) {
+func (s *stream) checkIdle(rec protocol.Record) (serveEnd, bool) {
 	var a protocol.Alive
 	if json.Unmarshal(rec.Payload, &a) != nil || a.State != protocol.StateIdle || a.End > s.next {
 		return serveEnd{}, false

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -43,7 +44,7 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	s.job = &cmd
+	s.job, s.st.job = &cmd, &cmd
 	return s.run(ctx)
 }
 
@@ -63,37 +64,58 @@ func Attach(ctx context.Context, t Transport, from int64, opts Options) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	s.next = from
+	s.st.next = from
 	return s.run(ctx)
 }
 
-// session follows one job over as many connections as it takes. Its fields
-// are owned by the goroutine serving the current connection's records while
-// one is served, and by run in between.
+// session follows one job over as many connections as it takes.
+//
+// Its state has two owners. The stream (what the records received so far
+// say, and the output not yet written) belongs to the goroutine reading the
+// current connection while one is served, and to run and serve before that
+// reader starts and after it returned. Everything else (connection count,
+// cancellation) belongs to run and serve alone; the reader never sees it.
 type session struct {
 	t    Transport
 	opts Options
 	log  *slog.Logger
 	job  *protocol.Command // nil for Attach
 
-	next      int64 // offset of the next record wanted
-	res       Result
-	jobSeen   bool  // a b/s/j record of our job arrived
-	jobDone   bool  // the job record arrived
-	exited    bool  // the final record arrived
-	exitErr   error // set with exited when the job had not finished
-	attempts  int   // connections made
-	gaps      int   // consecutive connections that ended on a gap
-	submitted bool  // a job command may have reached the shim
+	st *stream // see above
+
+	attempts  int  // connections made
+	submitted bool // a job command may have reached the shim
 
 	// cancellation
 	cancelCause error     // context.Cause(ctx) once ctx is done
 	cancelID    string    // the cancel command's ID, resent on every connection
 	cancelBy    time.Time // give up waiting for the result then
 	cancelTimer *time.Timer
+}
 
-	pending []byte // decoded output not yet written to opts.Output
-	outErr  error  // opts.Output failed
+// stream is the part of a session the record reader owns while it runs:
+// the records' outcome so far and the output not yet written. Its config
+// fields are copies that never change.
+type stream struct {
+	job    *protocol.Command // nil for Attach
+	output io.Writer
+	events func(Event)
+	log    *slog.Logger
+	// exitShim: send the exit command after the job record
+	// (Options.ExitShim).
+	exitShim bool
+
+	next     int64 // offset of the next record wanted
+	res      Result
+	jobSeen  bool  // a b/s/j record of our job arrived
+	jobDone  bool  // the job record arrived
+	exited   bool  // the final record arrived
+	exitErr  error // set with exited when the job had not finished
+	gaps     int   // consecutive connections that ended on a gap
+	attempts int   // connections made, as of the one being read (for events)
+
+	pending []byte // decoded output not yet written to output
+	outErr  error  // output failed
 }
 
 func newSession(t Transport, opts Options) (*session, error) {
@@ -104,12 +126,15 @@ func newSession(t Transport, opts Options) (*session, error) {
 		return nil, errors.New("client: Options.Output is required")
 	}
 	opts = opts.withDefaults()
-	return &session{t: t, opts: opts, log: opts.Logger}, nil
+	st := &stream{output: opts.Output, events: opts.Events, log: opts.Logger, exitShim: opts.ExitShim}
+	return &session{t: t, opts: opts, log: opts.Logger, st: st}, nil
 }
 
-func (s *session) emit(ev Event) {
-	if s.opts.Events != nil {
-		s.opts.Events(ev)
+func (s *session) emit(ev Event) { s.st.emit(ev) }
+
+func (st *stream) emit(ev Event) {
+	if st.events != nil {
+		st.events(ev)
 	}
 }
 
@@ -154,7 +179,7 @@ func (s *session) run(ctx context.Context) (Result, error) {
 		if ctx.Err() != nil {
 			s.noteCancel(ctx)
 			if !s.submitted {
-				s.res.Cancelled = true
+				s.st.res.Cancelled = true
 				return s.result(), fmt.Errorf("job not submitted: %w", s.cancelCause)
 			}
 		}
@@ -165,12 +190,12 @@ func (s *session) run(ctx context.Context) (Result, error) {
 		if err == nil {
 			s.attempts++
 			end := s.serve(ctx, conn)
-			if s.jobDone || s.exited || end.fatal {
+			if s.st.jobDone || s.st.exited || end.fatal {
 				return s.finish(end.err)
 			}
 			lastErr = end.err
 			s.emit(Event{Kind: EventDisconnected, Attempt: s.attempts, Err: end.err})
-			s.log.Warn("connection to the shim lost", "attempt", s.attempts, "offset", s.next, "err", end.err)
+			s.log.Warn("connection to the shim lost", "attempt", s.attempts, "offset", s.st.next, "err", end.err)
 			if end.synced {
 				unreachableSince = time.Now()
 				backoff = s.opts.ReconnectMin
@@ -245,7 +270,7 @@ func jitter(d time.Duration) time.Duration {
 
 // cancelTimeout is the outcome when the cancelled job's result never came.
 func (s *session) cancelTimeout(lastErr error) (Result, error) {
-	s.res.Cancelled = true
+	s.st.res.Cancelled = true
 	err := fmt.Errorf("%w: no job result within %s of the cancel (last error: %v): %w",
 		ErrNoResult, s.opts.CancelTimeout, lastErr, s.cancelCause)
 	return s.result(), err
@@ -256,13 +281,13 @@ func (s *session) cancelTimeout(lastErr error) (Result, error) {
 func (s *session) finish(err error) (Result, error) {
 	res := s.result()
 	switch {
-	case s.jobDone:
+	case s.st.jobDone:
 		if res.Cancelled && s.cancelCause != nil {
 			return res, fmt.Errorf("job cancelled: %w", s.cancelCause)
 		}
 		return res, nil
-	case s.exited && err == nil:
-		err = s.exitErr
+	case s.st.exited && err == nil:
+		err = s.st.exitErr
 	}
 	if err == nil {
 		err = ErrNoResult
@@ -275,8 +300,8 @@ func (s *session) finish(err error) (Result, error) {
 }
 
 func (s *session) result() Result {
-	r := s.res
-	r.Offset = s.next
+	r := s.st.res
+	r.Offset = s.st.next
 	r.Reconnects = max(s.attempts-1, 0)
 	return r
 }
