@@ -34,6 +34,10 @@ type Pod struct {
 	Job client.Job
 	// Logger receives progress (pod events, phase changes); nil discards it.
 	Logger *slog.Logger
+	// Watcher follows the pod for WaitRunning; a runner sets one Watcher
+	// on all its pods so their jobs share watches. Nil: WaitRunning uses a
+	// Watcher of its own.
+	Watcher *Watcher
 }
 
 func (p *Pod) container() string {

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Defaults of WaitOptions.
@@ -72,67 +70,62 @@ func (o WaitOptions) withDefaults() WaitOptions {
 // failed init container, a pod that stays unschedulable or cannot create
 // its container, a pod that ended or was deleted, and on timeout. It does
 // not delete the pod.
+//
+// It follows the pod and its events through p.Watcher (shared by every job
+// of a runner), or through a Watcher of its own when p.Watcher is nil.
 func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeoutCause(ctx, opts.Timeout,
 		fmt.Errorf("pod %s/%s did not start within %s", p.Namespace, p.Name, opts.Timeout))
 	defer cancel()
 
-	evCtx, stopEvents := context.WithCancel(ctx)
-	eventsDone := make(chan struct{})
-	verdict := make(chan error, 1)
-	go func() {
-		defer close(eventsDone)
-		p.followEvents(evCtx, verdict)
-	}()
-	defer func() {
-		stopEvents()
-		<-eventsDone
-	}()
+	wt := p.Watcher
+	if wt == nil {
+		wt = NewWatcher(p.Client)
+	}
+	sub, release := wt.subscribe(p.Namespace, p.Name, p.UID)
+	defer release()
 
-	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}, verdict: verdict}
+	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}}
+	evs := &eventLog{pod: p, seen: map[string]bool{}}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	synced := sub.synced
 	for {
-		cur, err := p.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("pod %s/%s was deleted while starting", p.Namespace, p.Name)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
-			p.logger().Warn("reading the pod failed; retrying", "err", err)
-			select {
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		if done, err := w.assess(cur, time.Now()); done || err != nil {
-			return err
-		}
 		select {
-		case err := <-verdict:
-			return err
-		default:
-		}
-		watcher, err := p.Client.CoreV1().Pods(p.Namespace).Watch(ctx, metav1.ListOptions{
-			FieldSelector:   fields.OneTermEqualSelector("metadata.name", p.Name).String(),
-			ResourceVersion: cur.ResourceVersion,
-		})
-		if err != nil {
-			p.logger().Debug("watching the pod failed; retrying", "err", err)
-			continue
-		}
-		done, err := w.follow(ctx, watcher, tick.C)
-		watcher.Stop()
-		if done || err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
+		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-synced:
+			synced = nil
+			if !sub.cached() {
+				// The caches hold no such pod. A shared informer may not
+				// have delivered a pod created a moment ago yet, so ask
+				// once whether it exists at all.
+				if _, err := p.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+					return fmt.Errorf("pod %s/%s was deleted while starting", p.Namespace, p.Name)
+				}
+			}
+		case <-sub.notify:
+			cur, gone, events := sub.take()
+			for _, ev := range events {
+				if started, err := evs.see(ev); started || err != nil {
+					return err
+				}
+			}
+			if gone {
+				return fmt.Errorf("pod %s/%s was deleted while starting", p.Namespace, p.Name)
+			}
+			if cur != nil {
+				if done, err := w.assess(cur, time.Now()); done || err != nil {
+					return err
+				}
+			}
+		case <-tick.C:
+			if w.last != nil {
+				if done, err := w.assess(w.last, time.Now()); done || err != nil {
+					return err
+				}
+			}
 		}
 	}
 }
@@ -144,43 +137,6 @@ type waiter struct {
 	last      *corev1.Pod
 	lastPhase corev1.PodPhase
 	since     map[string]time.Time // when a lingering problem was first seen
-	verdict   <-chan error         // what the pod's events reveal before its status does: nil started, else failed
-}
-
-// follow assesses the pod on every watch event and tick. It returns
-// (false, nil) when the watch ended and should be restarted.
-func (w *waiter) follow(ctx context.Context, watcher watch.Interface, tick <-chan time.Time) (bool, error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return false, context.Cause(ctx)
-		case err := <-w.verdict:
-			return err == nil, err
-		case <-tick:
-			if w.last != nil {
-				if done, err := w.assess(w.last, time.Now()); done || err != nil {
-					return done, err
-				}
-			}
-		case ev, ok := <-watcher.ResultChan():
-			if !ok {
-				return false, nil
-			}
-			switch ev.Type {
-			case watch.Deleted:
-				return false, fmt.Errorf("pod %s/%s was deleted while starting", w.pod.Namespace, w.pod.Name)
-			case watch.Error:
-				return false, nil
-			}
-			cur, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue
-			}
-			if done, err := w.assess(cur, time.Now()); done || err != nil {
-				return done, err
-			}
-		}
-	}
 }
 
 // assess reports whether the shim's container runs, or an error when it
@@ -270,70 +226,35 @@ func containerSummary(pod *corev1.Pod) string {
 	return b.String()
 }
 
-// followEvents logs the pod's events until ctx ends. The kubelet's events
-// come before the pod's status catches up (by up to seconds), so two of
-// them decide the wait: "Started" for the shim's container sends nil to
-// verdict (attach can begin), an image that cannot be pulled sends the
-// error.
-func (p *Pod) followEvents(ctx context.Context, verdict chan<- error) {
-	sel := fields.Set{"involvedObject.name": p.Name, "involvedObject.kind": "Pod"}
-	if p.UID != "" {
-		sel["involvedObject.uid"] = string(p.UID)
+// eventLog logs a pod's events, each repeat (same reason, container and
+// message) once. The kubelet's events come before the pod's status catches
+// up (by up to seconds), so two of them decide the wait: "Started" for the
+// shim's container (attach can begin) and an image that cannot be pulled.
+type eventLog struct {
+	pod  *Pod
+	seen map[string]bool
+}
+
+// see logs ev; it reports started for the shim container's Started event
+// and an error for an image that cannot be pulled.
+func (l *eventLog) see(ev *corev1.Event) (started bool, err error) {
+	key := ev.Type + "\x00" + ev.Reason + "\x00" + ev.InvolvedObject.FieldPath + "\x00" + ev.Message
+	if l.seen[key] {
+		return false, nil
 	}
-	opts := metav1.ListOptions{FieldSelector: sel.AsSelector().String()}
-	seen := map[string]bool{} // repeats of an event (same reason, container and message) are logged once
-	log := func(ev *corev1.Event) {
-		key := ev.Type + "\x00" + ev.Reason + "\x00" + ev.InvolvedObject.FieldPath + "\x00" + ev.Message
-		if seen[key] {
-			return
-		}
-		seen[key] = true
-		if err := pullFailure(ev); err != nil {
-			select {
-			case verdict <- err:
-			default:
-			}
-		}
-		if ev.Type == corev1.EventTypeNormal && ev.Reason == "Started" &&
-			ev.InvolvedObject.FieldPath == "spec.containers{"+p.container()+"}" {
-			select {
-			case verdict <- nil:
-			default:
-			}
-		}
-		attrs := []any{"pod", p.Namespace + "/" + p.Name, "reason", ev.Reason, "message", ev.Message}
-		if ev.Type == corev1.EventTypeWarning {
-			p.logger().Warn("pod event", attrs...)
-		} else {
-			p.logger().Info("pod event", attrs...)
-		}
+	l.seen[key] = true
+	p := l.pod
+	attrs := []any{"pod", p.Namespace + "/" + p.Name, "reason", ev.Reason, "message", ev.Message}
+	if ev.Type == corev1.EventTypeWarning {
+		p.logger().Warn("pod event", attrs...)
+	} else {
+		p.logger().Info("pod event", attrs...)
 	}
-	for ctx.Err() == nil {
-		list, err := p.Client.CoreV1().Events(p.Namespace).List(ctx, opts)
-		if err != nil {
-			if !sleepCtx(ctx, time.Second) {
-				return
-			}
-			continue
-		}
-		for i := range list.Items {
-			log(&list.Items[i])
-		}
-		wopts := opts
-		wopts.ResourceVersion = list.ResourceVersion
-		watcher, err := p.Client.CoreV1().Events(p.Namespace).Watch(ctx, wopts)
-		if err != nil {
-			if !sleepCtx(ctx, time.Second) {
-				return
-			}
-			continue
-		}
-		followWatch(ctx, watcher, func(ev watch.Event) {
-			if e, ok := ev.Object.(*corev1.Event); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				log(e)
-			}
-		})
+	if err := pullFailure(ev); err != nil {
+		return false, err
 	}
+	return ev.Type == corev1.EventTypeNormal && ev.Reason == "Started" &&
+		ev.InvolvedObject.FieldPath == "spec.containers{"+p.container()+"}", nil
 }
 
 // pullFailure returns an error when ev is the kubelet's report that an
@@ -353,33 +274,4 @@ func pullFailure(ev *corev1.Event) error {
 	}
 	return fmt.Errorf("%s of pod %s/%s cannot be pulled: %s (the pod's events above say why)",
 		what, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name, reason)
-}
-
-// followWatch calls fn for each event until the watch or ctx ends, then
-// stops the watch.
-func followWatch(ctx context.Context, w watch.Interface, fn func(watch.Event)) {
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			fn(ev)
-		}
-	}
-}
-
-// sleepCtx sleeps d and reports whether ctx is still alive.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -1,0 +1,263 @@
+package kube
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Watcher follows Tether's pods and their events for every job of a
+// process: one pod informer (pods labelled LabelManagedBy=ManagedByValue)
+// and one event informer (events about pods) per namespace, however many
+// jobs wait at once, instead of a watch of each kind per job. A runner
+// creates one Watcher for its clientset and sets it as Pod.Watcher on the
+// pods it creates; a pod without one (the `tether run` path) gets a
+// Watcher of its own for its WaitRunning, which is the same code with one
+// subscriber.
+//
+// The informers of a namespace start with its first subscriber and stop
+// with its last. A failed list or watch is retried by client-go's
+// reflector with exponential backoff (up to 30 s between tries), never in a
+// tight loop. A Watcher is safe for concurrent use.
+type Watcher struct {
+	client kubernetes.Interface
+
+	mu sync.Mutex
+	ns map[string]*nsWatch
+}
+
+// NewWatcher returns a Watcher that lists and watches through cs.
+func NewWatcher(cs kubernetes.Interface) *Watcher {
+	return &Watcher{client: cs, ns: map[string]*nsWatch{}}
+}
+
+// eventsByPod indexes events by the name of the pod they are about.
+const eventsByPod = "pod"
+
+// nsWatch is one namespace's informers and the jobs subscribed to them.
+type nsWatch struct {
+	ns     string
+	pods   cache.SharedIndexInformer
+	events cache.SharedIndexInformer
+	stop   context.CancelFunc
+	refs   int // subscribers; guarded by Watcher.mu
+
+	mu   sync.Mutex
+	subs map[string]map[*podSub]struct{} // by pod name
+}
+
+// podSub is one job's view of its pod: the latest state and the events not
+// yet taken, with a wake-up channel. Memory stays bounded: one pod object
+// and the events that arrived since the last take.
+type podSub struct {
+	nw     *nsWatch
+	name   string
+	uid    types.UID // "" matches any
+	notify chan struct{}
+	synced chan struct{} // closed once both caches have synced
+
+	mu     sync.Mutex
+	pod    *corev1.Pod
+	gone   bool
+	events []*corev1.Event
+}
+
+func (s *podSub) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (s *podSub) setPod(p *corev1.Pod) {
+	if s.uid != "" && p.UID != s.uid {
+		return // a pod of the same name that is not ours
+	}
+	s.mu.Lock()
+	s.pod = p
+	s.mu.Unlock()
+	s.wake()
+}
+
+func (s *podSub) setGone(p *corev1.Pod) {
+	if s.uid != "" && p != nil && p.UID != s.uid {
+		return
+	}
+	s.mu.Lock()
+	s.gone = true
+	s.mu.Unlock()
+	s.wake()
+}
+
+func (s *podSub) addEvent(e *corev1.Event) {
+	if s.uid != "" && e.InvolvedObject.UID != "" && e.InvolvedObject.UID != s.uid {
+		return
+	}
+	s.mu.Lock()
+	s.events = append(s.events, e)
+	s.mu.Unlock()
+	s.wake()
+}
+
+// take returns the latest pod (nil when none arrived yet), whether it was
+// deleted, and the events that arrived since the last take.
+func (s *podSub) take() (*corev1.Pod, bool, []*corev1.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs := s.events
+	s.events = nil
+	return s.pod, s.gone, evs
+}
+
+// subscribe follows the pod ns/name (uid, if not empty) until release is
+// called.
+func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, release func()) {
+		w.mu.Lock()
+	nw := w.ns[ns]
+	if nw == nil {
+		nw = w.start(ns)
+		w.ns[ns] = nw
+	}
+	nw.refs++
+	w.mu.Unlock()
+	sub = &podSub{nw: nw, name: name, uid: uid, notify: make(chan struct{}, 1), synced: make(chan struct{})}
+
+	nw.mu.Lock()
+	if nw.subs[name] == nil {
+		nw.subs[name] = map[*podSub]struct{}{}
+	}
+	nw.subs[name][sub] = struct{}{}
+	// What the caches hold already (the informers may have run for other
+	// jobs); later changes come through the handlers.
+	if obj, ok, _ := nw.pods.GetStore().GetByKey(ns + "/" + name); ok {
+		if p, isPod := obj.(*corev1.Pod); isPod {
+			sub.setPod(p)
+		}
+	}
+	if objs, err := nw.events.GetIndexer().ByIndex(eventsByPod, name); err == nil {
+		for _, o := range objs {
+			if e, ok := o.(*corev1.Event); ok {
+				sub.addEvent(e)
+			}
+		}
+	}
+	nw.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), nw.pods.HasSynced, nw.events.HasSynced) {
+			close(sub.synced)
+		}
+	}()
+	var once sync.Once
+	return sub, func() {
+		once.Do(func() {
+			cancel()
+			nw.mu.Lock()
+			delete(nw.subs[name], sub)
+			if len(nw.subs[name]) == 0 {
+				delete(nw.subs, name)
+			}
+			nw.mu.Unlock()
+			w.mu.Lock()
+			nw.refs--
+			if nw.refs == 0 {
+				nw.stop()
+				delete(w.ns, ns)
+			}
+			w.mu.Unlock()
+		})
+	}
+}
+
+// start builds and runs namespace ns's informers. w.mu is held.
+func (w *Watcher) start(ns string) *nsWatch {
+	managed := labels.Set{LabelManagedBy: ManagedByValue}.AsSelector().String()
+	aboutPods := fields.OneTermEqualSelector("involvedObject.kind", "Pod").String()
+	nw := &nsWatch{
+		ns: ns,
+		pods: coreinformers.NewFilteredPodInformer(w.client, ns, 0, cache.Indexers{},
+			func(o *metav1.ListOptions) { o.LabelSelector = managed }),
+		events: coreinformers.NewFilteredEventInformer(w.client, ns, 0, cache.Indexers{eventsByPod: indexEventByPod},
+			func(o *metav1.ListOptions) { o.FieldSelector = aboutPods }),
+		subs: map[string]map[*podSub]struct{}{},
+	}
+	_ = nw.pods.SetTransform(stripManagedFields)
+	_ = nw.events.SetTransform(stripManagedFields)
+	_, _ = nw.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { nw.podChanged(obj) },
+		UpdateFunc: func(_, obj any) { nw.podChanged(obj) },
+		DeleteFunc: nw.podDeleted,
+	})
+	_, _ = nw.events.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    nw.eventSeen,
+		UpdateFunc: func(_, obj any) { nw.eventSeen(obj) },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	nw.stop = cancel
+	go nw.pods.RunWithContext(ctx)
+	go nw.events.RunWithContext(ctx)
+	return nw
+}
+
+func (nw *nsWatch) each(name string, fn func(*podSub)) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	for s := range nw.subs[name] {
+		fn(s)
+	}
+}
+
+func (nw *nsWatch) podChanged(obj any) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		nw.each(p.Name, func(s *podSub) { s.setPod(p) })
+	}
+}
+
+func (nw *nsWatch) podDeleted(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		nw.each(p.Name, func(s *podSub) { s.setGone(p) })
+	}
+}
+
+func (nw *nsWatch) eventSeen(obj any) {
+	if e, ok := obj.(*corev1.Event); ok {
+		nw.each(e.InvolvedObject.Name, func(s *podSub) { s.addEvent(e) })
+	}
+}
+
+func indexEventByPod(obj any) ([]string, error) {
+	if e, ok := obj.(*corev1.Event); ok {
+		return []string{e.InvolvedObject.Name}, nil
+	}
+	return nil, nil
+}
+
+// stripManagedFields drops what no subscriber reads, so the caches hold
+// less per object.
+func stripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// cached reports whether the pod informer's cache holds the pod (the
+// subscriber may not have been told yet).
+func (s *podSub) cached() bool {
+	obj, ok, _ := s.nw.pods.GetStore().GetByKey(s.nw.ns + "/" + s.name)
+	p, isPod := obj.(*corev1.Pod)
+	return ok && isPod && (s.uid == "" || p.UID == s.uid)
+}

@@ -1,0 +1,164 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	ktesting "k8s.io/client-go/testing"
+)
+
+// apiCalls counts the fake clientset's requests by "verb resource".
+type apiCalls struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *apiCalls) count(a ktesting.Action) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[a.GetVerb()+" "+a.GetResource().Resource]++
+}
+
+func (c *apiCalls) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+func (c *apiCalls) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprint(c.n)
+}
+
+// countCalls makes cs count every request it serves.
+func countCalls(cs *fake.Clientset) *apiCalls {
+	c := &apiCalls{n: map[string]int{}}
+	cs.PrependReactor("*", "*", func(a ktesting.Action) (bool, runtime.Object, error) {
+		c.count(a)
+		return false, nil, nil
+	})
+	cs.PrependWatchReactor("*", func(a ktesting.Action) (bool, watch.Interface, error) {
+		c.count(a)
+		return false, nil, nil
+	})
+	return c
+}
+
+// A pod watch the API server refuses (RBAC that allows get and list but not
+// watch) is retried with backoff: within a 3 s wait a handful of requests,
+// not a Get+Watch loop running as fast as the server answers.
+func TestWaitRunningBacksOffAFailingWatch(t *testing.T) {
+	cs := fakeCluster()
+	objs, err := Build(testSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := Create(ctx, cs, objs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := countCalls(cs)
+	cs.PrependWatchReactor("pods", func(a ktesting.Action) (bool, watch.Interface, error) {
+		calls.count(a)
+		return true, nil, errors.New(`pods is forbidden: User "runner" cannot watch resource "pods"`)
+	})
+	err = p.WaitRunning(ctx, WaitOptions{Timeout: 3 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "did not start within 3s") {
+		t.Fatalf("WaitRunning: %v; want the start timeout", err)
+	}
+	watches, gets, lists := calls.get("watch pods"), calls.get("get pods"), calls.get("list pods")
+	t.Logf("requests in 3s: %s", calls)
+	if watches == 0 {
+		t.Fatal("the pod was never watched")
+	}
+	// client-go's reflector waits 800ms, then longer, between tries.
+	if watches > 8 || gets+lists > 8 {
+		t.Fatalf("%d pod watches, %d gets and %d lists in 3s: the failing watch is retried without backoff", watches, gets, lists)
+	}
+}
+
+// N jobs of one process waiting at once share one pod watch and one event
+// watch per namespace, and each still sees its own pod start.
+func TestWaitRunningSharesWatches(t *testing.T) {
+	const jobs = 20
+	cs := fakeCluster()
+	calls := countCalls(cs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wt := NewWatcher(cs)
+	var pods []*Pod
+	for _, ns := range []string{"ci", "ci-large"} {
+		for range jobs / 2 {
+			spec := testSpec()
+			spec.Namespace = ns
+			objs, err := Build(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Create(ctx, cs, objs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Watcher = wt
+			pods = append(pods, p)
+		}
+	}
+	errs := make(chan error, jobs)
+	for _, p := range pods {
+		go func() { errs <- p.WaitRunning(ctx, WaitOptions{Timeout: 20 * time.Second}) }()
+	}
+	// Every job subscribed and the informers listed before the pods start,
+	// so each start must come through the shared watches.
+	for calls.get("watch pods") < 2 || calls.get("watch events") < 2 {
+		select {
+		case err := <-errs:
+			t.Fatalf("a wait ended before its pod started: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("the watches never started: %s", calls)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	gets := calls.get("get pods")
+	for _, p := range pods {
+		pod, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: BuildContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		if _, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range pods {
+		if err := <-errs; err != nil {
+			t.Fatalf("WaitRunning: %v", err)
+		}
+	}
+	t.Logf("requests for %d jobs in 2 namespaces: %s", jobs, calls)
+	if w, e := calls.get("watch pods"), calls.get("watch events"); w != 2 || e != 2 {
+		t.Fatalf("%d pod watches and %d event watches for %d jobs in 2 namespaces; want one of each per namespace (%s)", w, e, jobs, calls)
+	}
+	if g := gets; g > 0 {
+		t.Errorf("%d pod gets while waiting; the shared caches should answer", g)
+	}
+	// The last job's release stopped the namespaces' informers.
+	wt.mu.Lock()
+	left := len(wt.ns)
+	wt.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d namespaces still watched after every job ended", left)
+	}
+}
