@@ -121,7 +121,7 @@ func (s *podSub) take() (*corev1.Pod, bool, []*corev1.Event) {
 // subscribe follows the pod ns/name (uid, if not empty) until release is
 // called.
 func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, release func()) {
-		w.mu.Lock()
+	w.mu.Lock()
 	nw := w.ns[ns]
 	if nw == nil {
 		nw = w.start(ns)
