@@ -35,8 +35,8 @@ type Pod struct {
 	// Logger receives progress (pod events, phase changes); nil discards it.
 	Logger *slog.Logger
 	// Watcher follows the pod for WaitRunning; a runner sets one Watcher
-	// on all its pods so their jobs share watches. Nil: WaitRunning uses a
-	// Watcher of its own.
+	// (kept for its life) on all its pods so their jobs share watches.
+	// Nil: WaitRunning uses a Watcher of its own for the one call.
 	Watcher *Watcher
 }
 

@@ -82,6 +82,7 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 	wt := p.Watcher
 	if wt == nil {
 		wt = NewWatcher(p.Client)
+		defer wt.Close()
 	}
 	sub, release := wt.subscribe(p.Namespace, p.Name, p.UID)
 	defer release()

@@ -24,8 +24,9 @@ import (
 // Watcher of its own for its WaitRunning, which is the same code with one
 // subscriber.
 //
-// The informers of a namespace start with its first subscriber and stop
-// with its last. A failed list or watch is retried by client-go's
+// The informers of a namespace start with its first subscriber and run
+// until Close, so jobs that come one after another reuse them too. A
+// failed list or watch is retried by client-go's
 // reflector with exponential backoff (up to 30 s between tries), never in a
 // tight loop. A Watcher is safe for concurrent use.
 type Watcher struct {
@@ -40,6 +41,17 @@ func NewWatcher(cs kubernetes.Interface) *Watcher {
 	return &Watcher{client: cs, ns: map[string]*nsWatch{}}
 }
 
+// Close stops every informer. Waits still subscribed see no more changes
+// (they end at their timeout); a later subscriber starts new informers.
+func (w *Watcher) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ns, nw := range w.ns {
+		nw.stop()
+		delete(w.ns, ns)
+	}
+}
+
 // eventsByPod indexes events by the name of the pod they are about.
 const eventsByPod = "pod"
 
@@ -49,7 +61,6 @@ type nsWatch struct {
 	pods   cache.SharedIndexInformer
 	events cache.SharedIndexInformer
 	stop   context.CancelFunc
-	refs   int // subscribers; guarded by Watcher.mu
 
 	mu   sync.Mutex
 	subs map[string]map[*podSub]struct{} // by pod name
@@ -127,7 +138,6 @@ func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, releas
 		nw = w.start(ns)
 		w.ns[ns] = nw
 	}
-	nw.refs++
 	w.mu.Unlock()
 	sub = &podSub{nw: nw, name: name, uid: uid, notify: make(chan struct{}, 1), synced: make(chan struct{})}
 
@@ -168,13 +178,6 @@ func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, releas
 				delete(nw.subs, name)
 			}
 			nw.mu.Unlock()
-			w.mu.Lock()
-			nw.refs--
-			if nw.refs == 0 {
-				nw.stop()
-				delete(w.ns, ns)
-			}
-			w.mu.Unlock()
 		})
 	}
 }

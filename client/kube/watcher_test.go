@@ -98,6 +98,7 @@ func TestWaitRunningSharesWatches(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	wt := NewWatcher(cs)
+	defer wt.Close()
 	var pods []*Pod
 	for _, ns := range []string{"ci", "ci-large"} {
 		for range jobs / 2 {
@@ -154,11 +155,15 @@ func TestWaitRunningSharesWatches(t *testing.T) {
 	if g := gets; g > 0 {
 		t.Errorf("%d pod gets while waiting; the shared caches should answer", g)
 	}
-	// The last job's release stopped the namespaces' informers.
+	// A later job reuses the running informers; Close stops them.
+	wt.mu.Lock()
+	kept := len(wt.ns)
+	wt.mu.Unlock()
+	wt.Close()
 	wt.mu.Lock()
 	left := len(wt.ns)
 	wt.mu.Unlock()
-	if left != 0 {
-		t.Errorf("%d namespaces still watched after every job ended", left)
+	if kept != 2 || left != 0 {
+		t.Errorf("%d namespaces watched after the jobs, %d after Close; want 2, then 0", kept, left)
 	}
 }
