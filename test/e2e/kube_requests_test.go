@@ -35,12 +35,17 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		if r.URL.Query().Get("watch") == "true" {
 			verb = "WATCH"
 		}
+		// .../namespaces/NS/RESOURCE[/NAME[/SUBRESOURCE]]
 		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-		res := parts[len(parts)-1]
-		if len(parts) >= 2 && (parts[len(parts)-1] == "attach" || parts[len(parts)-1] == "log") {
-			res = "pods/" + res
-		} else if len(parts) >= 5 && parts[len(parts)-3] == "namespaces" {
-			res = parts[len(parts)-2] // .../namespaces/NS/pods/NAME
+		res := r.URL.Path
+		for i, p := range parts {
+			if p == "namespaces" && i+2 < len(parts) {
+				res = parts[i+2]
+				if i+4 < len(parts) {
+					res += "/" + parts[i+4]
+				}
+				break
+			}
 		}
 		c.mu.Lock()
 		c.n[verb+" "+res]++
