@@ -27,7 +27,8 @@ type Protocol string
 // Attach protocols.
 const (
 	// ProtocolAuto tries WebSocket (v5) and falls back to SPDY when the
-	// WebSocket upgrade fails, as kubectl does. The default.
+	// WebSocket upgrade fails or the WebSocket dialer cannot use an HTTPS
+	// proxy, as kubectl does. The default.
 	ProtocolAuto Protocol = ""
 	// ProtocolWebSocket uses WebSocket only.
 	ProtocolWebSocket Protocol = "websocket"
@@ -182,6 +183,14 @@ func (t *Transport) container(pod *corev1.Pod) string {
 	return BuildContainer
 }
 
+// useSPDYInstead reports whether a failed WebSocket attach is worth trying
+// again over SPDY, as kubectl decides: the server refused the upgrade, or
+// the WebSocket dialer cannot use the configured HTTPS proxy (which SPDY's
+// dialer can).
+func useSPDYInstead(err error) bool {
+	return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+}
+
 // attachURL is the pods/attach URL with stdin, stdout and stderr.
 func (t *Transport) attachURL(cs kubernetes.Interface) *url.URL {
 	opts := &corev1.PodAttachOptions{Container: t.Container, Stdin: true, Stdout: true, Stderr: true}
@@ -221,7 +230,7 @@ func (t *Transport) executor(cs kubernetes.Interface) (remotecommand.Executor, e
 		if err != nil {
 			return nil, err
 		}
-		return remotecommand.NewFallbackExecutor(w, s, httpstream.IsUpgradeFailure)
+		return remotecommand.NewFallbackExecutor(w, s, useSPDYInstead)
 	}
 	return nil, fmt.Errorf("kube transport: unknown protocol %q (want websocket, spdy or empty for both)", t.Options.Protocol)
 }
