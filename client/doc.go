@@ -51,7 +51,11 @@
 // progress. Once the shim cannot be reached any more (its process or
 // container ended), Connect returns an error wrapping ErrShimGone. Output
 // written while no connection is attached may be dropped: the shim keeps
-// it for the resume. See the client/local package for a small example.
+// it for the resume. A transport stays a byte pipe: it never parses
+// records or commands. One that can still read the shim's stdout after the
+// shim is gone (a container log) also implements LogSource; the session
+// then reads the rest of the job from there. See the client/local package
+// for a small example.
 //
 // Attach follows a job that another process submitted, for example after a
 // runner restart.

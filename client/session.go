@@ -203,7 +203,7 @@ func (s *session) run(ctx context.Context) (Result, error) {
 			}
 		} else {
 			if errors.Is(err, ErrShimGone) {
-				return s.finish(fmt.Errorf("%w: %w", ErrNoResult, err))
+				return s.shimGone(ctx, err)
 			}
 			lastErr = err
 			s.log.Debug("connecting to the shim failed", "err", err)
@@ -220,6 +220,23 @@ func (s *session) run(ctx context.Context) (Result, error) {
 		}
 		backoff = min(backoff*2, s.opts.ReconnectMax)
 	}
+}
+
+// shimGone ends the session once the shim cannot be reached any more: from
+// the shim's log when the transport has one, else with err.
+func (s *session) shimGone(ctx context.Context, err error) (Result, error) {
+	ls, ok := s.t.(LogSource)
+	if !ok {
+		return s.finish(fmt.Errorf("%w: %w", ErrNoResult, err))
+	}
+	lerr := s.readLog(ctx, ls)
+	switch {
+	case lerr == nil:
+		return s.finish(nil)
+	case errors.Is(lerr, errors.ErrUnsupported):
+		return s.finish(fmt.Errorf("%w: %w", ErrNoResult, err))
+	}
+	return s.finish(fmt.Errorf("%w: %w; %w", ErrNoResult, err, lerr))
 }
 
 // connect calls the transport with a context bounded by the reconnect and

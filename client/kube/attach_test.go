@@ -441,7 +441,7 @@ func submitAndLeave(ctx context.Context, t *testing.T, tr *kube.Transport, id st
 }
 
 // TestAttachReplaysLogOfEndedShim follows a job whose shim has already
-// exited: the transport replays the container log, so Attach still gets
+// exited: the session reads the container log, so Attach still gets
 // the whole output and the exit code. A rotated log and a disabled replay
 // give a clear "no result" instead.
 func TestAttachReplaysLogOfEndedShim(t *testing.T) {

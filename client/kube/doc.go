@@ -20,8 +20,13 @@
 // with client-go's remotecommand: WebSocket (v5) first, SPDY when the
 // WebSocket upgrade fails, as kubectl does. Each Connect is one attach
 // session; the client session re-attaches after a drop and resumes the
-// shim's record stream, so nothing is lost or repeated. When the container
-// has already ended, the transport replays the container's log instead, so
-// a job that finished (or hit its deadline) while nobody was attached still
-// reports its output and outcome.
+// shim's record stream, so nothing is lost or repeated. Transport is also a
+// client.LogSource: when the container has already ended, the session reads
+// the container's log (pods/log) instead, so a job that finished (or hit
+// its deadline) while nobody was attached still reports its output and
+// outcome.
+//
+// Watcher shares one pod informer and one event informer per namespace
+// among all the jobs of a process (set it as Pod.Watcher); WaitRunning
+// without one uses a Watcher of its own.
 package kube

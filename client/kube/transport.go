@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,11 +54,11 @@ type TransportOptions struct {
 	// and the transport's own diagnostics; nil discards them.
 	Logger *slog.Logger
 	// NoLogReplay turns off the log replay: by default, when the
-	// container has terminated, Connect returns once a connection that
-	// replays the container's log (pods/log), so the records the shim
-	// wrote while nobody was attached (up to its final record) still
-	// reach the session, unless the kubelet rotated the log (10 MiB by
-	// default). Later Connects fail with client.ErrShimGone.
+	// container has terminated before the session got the job's result,
+	// the session reads the container's log (pods/log, through OpenLog),
+	// so the records the shim wrote while nobody was attached (up to its
+	// final record) still count, unless the kubelet rotated the log (10
+	// MiB by default).
 	NoLogReplay bool
 }
 
@@ -68,18 +69,23 @@ type TransportOptions struct {
 type Transport struct {
 	// Config reaches the API server. Required.
 	Config *rest.Config
-	// Client checks the container's state before each attach; nil builds
-	// one from Config.
+	// Client checks the container's state before each attach; nil: one
+	// built from Config (once, kept inside the Transport).
 	Client kubernetes.Interface
 	// Namespace, Pod and Container name the shim's container.
 	Namespace, Pod, Container string
 	// Options tune the transport.
 	Options TransportOptions
 
-	replayed atomic.Bool // the container's log was replayed to its end
+	built    sync.Once
+	builtCS  kubernetes.Interface // from Config when Client is nil
+	builtErr error
 }
 
-var _ client.Transport = (*Transport)(nil)
+var (
+	_ client.Transport = (*Transport)(nil)
+	_ client.LogSource = (*Transport)(nil)
+)
 
 func (t *Transport) logger() *slog.Logger {
 	if t.Options.Logger != nil {
@@ -97,20 +103,11 @@ func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
 	if t.Config == nil {
 		return nil, errors.New("kube transport: no rest.Config")
 	}
-	cs := t.Client
-	if cs == nil {
-		var err error
-		if cs, err = kubernetes.NewForConfig(t.Config); err != nil {
-			return nil, fmt.Errorf("kube transport: %w", err)
-		}
-		t.Client = cs
-	}
-	container, err := t.checkContainer(ctx, cs)
+	cs, err := t.clientset()
 	if err != nil {
-		if errors.Is(err, errTerminated) && !t.Options.NoLogReplay && !t.replayed.Load() {
-			log := t.logger().With("pod", t.Namespace+"/"+t.Pod)
-			return newLogConn(ctx, podLog(cs, t.Namespace, t.Pod, container), log, func() { t.replayed.Store(true) }), nil
-		}
+		return nil, err
+	}
+	if _, err := t.checkContainer(ctx, cs); err != nil {
 		return nil, err
 	}
 	exec, err := t.executor(cs)
@@ -124,13 +121,48 @@ func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
 	return dial(ctx, exec, timeout, t.logger().With("pod", t.Namespace+"/"+t.Pod))
 }
 
-// errTerminated is wrapped (with client.ErrShimGone) when the container
-// ran and has terminated: its log may still be read.
-var errTerminated = errors.New("container terminated")
+// clientset returns Client, or one built from Config.
+func (t *Transport) clientset() (kubernetes.Interface, error) {
+	if t.Client != nil {
+		return t.Client, nil
+	}
+	t.built.Do(func() {
+		if t.Config == nil {
+			t.builtErr = errors.New("kube transport: no rest.Config")
+			return
+		}
+		if t.builtCS, t.builtErr = kubernetes.NewForConfig(t.Config); t.builtErr != nil {
+			t.builtErr = fmt.Errorf("kube transport: build a clientset from the rest.Config: %w", t.builtErr)
+		}
+	})
+	return t.builtCS, t.builtErr
+}
+
+// OpenLog returns the log of the shim's container (pods/log), for the
+// session to read after the container terminated. With
+// Options.NoLogReplay it returns an error wrapping errors.ErrUnsupported.
+func (t *Transport) OpenLog(ctx context.Context) (io.ReadCloser, error) {
+	if t.Options.NoLogReplay {
+		return nil, fmt.Errorf("kube transport: log replay turned off: %w", errors.ErrUnsupported)
+	}
+	cs, err := t.clientset()
+	if err != nil {
+		return nil, err
+	}
+	pod, err := cs.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get pod %s/%s: %w", t.Namespace, t.Pod, err)
+	}
+	container := t.container(pod)
+	rc, err := cs.CoreV1().Pods(t.Namespace).GetLogs(t.Pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the log of container %s of pod %s/%s: %w", container, t.Namespace, t.Pod, err)
+	}
+	return rc, nil
+}
 
 // checkContainer returns the container's name, or an error wrapping
-// client.ErrShimGone when the container can never be attached again (and
-// errTerminated too when it ran and ended).
+// client.ErrShimGone when the container can never be attached again.
 func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface) (string, error) {
 	pod, err := cs.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -145,8 +177,8 @@ func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface)
 			continue
 		}
 		if term := st.State.Terminated; term != nil {
-			return name, fmt.Errorf("container %s of pod %s/%s terminated (exit code %d, %s%s): %w: %w",
-				st.Name, t.Namespace, t.Pod, term.ExitCode, term.Reason, message(term.Message), client.ErrShimGone, errTerminated)
+			return name, fmt.Errorf("container %s of pod %s/%s terminated (exit code %d, %s%s): %w",
+				st.Name, t.Namespace, t.Pod, term.ExitCode, term.Reason, message(term.Message), client.ErrShimGone)
 		}
 		// Running, or not yet in the status: the kubelet updates the status
 		// up to a second after the container started (its "Started" event

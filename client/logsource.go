@@ -1,0 +1,112 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// LogSource is implemented by a Transport that can still read what the
+// shim wrote to its stdout after the shim is gone: a Kubernetes
+// container's log, say. When Connect reports ErrShimGone before the job's
+// result arrived, the session reads the log once, from the record it needs
+// next, so records the shim wrote while nobody was attached (up to its
+// final record) still count. The transport itself stays a byte pipe; the
+// session does all the protocol work.
+type LogSource interface {
+	// OpenLog returns the shim's stdout as recorded from its start. Lines
+	// that are not records (diagnostics written to the same log) are
+	// skipped. An error wrapping errors.ErrUnsupported means there is no
+	// log to read (the session then reports the Connect error alone).
+	OpenLog(ctx context.Context) (io.ReadCloser, error)
+}
+
+// errLogRotated is returned by the log filter when the log starts after the
+// offset the session needs.
+var errLogRotated = errors.New("the log starts after the offset needed (rotated)")
+
+// readLog follows the job in ls's log after the shim is gone. It returns
+// nil when the job's result or the shim's final record was read, else an
+// error saying why not.
+func (s *session) readLog(ctx context.Context, ls LogSource) error {
+	// The job's outcome is in the log even when ctx was cancelled.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ReconnectTimeout)
+	defer cancel()
+	rc, err := ls.OpenLog(ctx)
+	if err != nil {
+		return fmt.Errorf("read the shim's log: %w", err)
+	}
+	defer rc.Close()
+	s.log.Info("the shim is gone; reading its output from its log", "from", s.st.next)
+	c := &connState{
+		conn:       logConn{r: &logRecords{br: bufio.NewReaderSize(rc, 4*protocol.MaxRecord), from: s.st.next}, c: rc},
+		sendq:      make(chan outMsg, 32), // commands go nowhere: nobody is left to run them
+		stop:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		jobDone:    make(chan struct{}),
+	}
+	c.synced.Store(true)
+	end := s.st.read(c)
+	switch {
+	case s.st.jobDone || s.st.exited:
+		return nil
+	case errors.Is(end.err, errLogRotated):
+		return fmt.Errorf("output lost: the shim's log was rotated and starts after offset %d, which this client needs", s.st.next)
+	case end.err != nil:
+		return fmt.Errorf("the shim's log: %w", end.err)
+	}
+	return errors.New("the shim's log ends before the job's result")
+}
+
+// logConn reads a log as a connection that accepts and drops commands.
+type logConn struct {
+	r io.Reader
+	c io.Closer
+}
+
+func (l logConn) Read(p []byte) (int, error)  { return l.r.Read(p) }
+func (l logConn) Write(p []byte) (int, error) { return len(p), nil }
+func (l logConn) Close() error                { return l.c.Close() }
+
+// logRecords yields the sequenced records of a log from offset from on,
+// whole lines at a time; anything else in the log is skipped. It fails with
+// errLogRotated when the first such record starts after from.
+type logRecords struct {
+	br      *bufio.Reader
+	from    int64
+	started bool
+	buf     []byte // parse scratch
+	pending []byte // the rest of the current line not yet read
+}
+
+func (l *logRecords) Read(p []byte) (int, error) {
+	for len(l.pending) == 0 {
+		line, err := l.br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			for errors.Is(err, bufio.ErrBufferFull) { // longer than any record: skip the line
+				_, err = l.br.ReadSlice('\n')
+			}
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		var rec protocol.Record
+		rec, l.buf, err = protocol.Parse(line, l.buf)
+		if err != nil || !rec.Type.Sequenced() || rec.Seq < l.from {
+			continue
+		}
+		if !l.started && rec.Seq > l.from {
+			return 0, errLogRotated
+		}
+		l.started = true
+		l.pending = line
+	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
+}

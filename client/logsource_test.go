@@ -1,0 +1,106 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/protocol"
+)
+
+// loggedShim is a fake shim whose stdout is also kept in a log (like a
+// Kubernetes container log: records and the shim's stderr lines mixed),
+// readable after the shim is gone.
+type loggedShim struct {
+	*fakeShim
+	rotatedTo int64 // the log starts at this offset (0: whole)
+	opened    int
+}
+
+func (l *loggedShim) OpenLog(context.Context) (io.ReadCloser, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opened++
+	var b bytes.Buffer
+	for i, off := range l.offsets {
+		end := int64(len(l.stream))
+		if i+1 < len(l.offsets) {
+			end = l.offsets[i+1]
+		}
+		if off < l.rotatedTo {
+			continue
+		}
+		b.Write(l.stream[off:end])
+		fmt.Fprintf(&b, "time=now level=DEBUG msg=\"shim diagnostics %d\"\n", i) // stderr in the same log
+	}
+	return io.NopCloser(&b), nil
+}
+
+// The job's end happened while no connection was attached and the shim is
+// gone since: the session reads the rest from the transport's log source,
+// skipping the log's non-record lines, and returns the job's result.
+func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rotated bool
+		wantErr string
+	}{
+		{name: "whole log"},
+		{name: "rotated", rotated: true, wantErr: "rotated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeShim(t)
+			l := &loggedShim{fakeShim: f}
+			f.start()
+			f.onJob = func(f *fakeShim, c protocol.Command) {
+				script := c.Scripts[0]
+				f.record(protocol.TypeBegin, protocol.Begin{Script: script, Phase: "script", Job: c.ID})
+				f.output("seen live\n")
+				go func() {
+					time.Sleep(50 * time.Millisecond)
+					f.cut()
+					f.output("written while away\n")
+					f.record(protocol.TypeStatus, protocol.Status{Script: script, CommandExitCode: 4, Phase: "script", Job: c.ID})
+					f.record(protocol.TypeJob, protocol.JobDone{ExitCode: 4, FailedScript: script, Job: c.ID})
+					if tc.rotated {
+						l.mu.Lock()
+						l.rotatedTo = l.offsets[len(l.offsets)-1]
+						l.mu.Unlock()
+					}
+				}()
+			}
+			f.connectErr = func(n int) error {
+				if n > 1 {
+					return fmt.Errorf("container terminated: %w", client.ErrShimGone)
+				}
+				return nil
+			}
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			res, err := client.Run(ctx, l, client.Job{Scripts: []string{"/s.sh"}}, client.Options{
+				Output: &out, ReconnectMin: time.Millisecond, ReconnectMax: 10 * time.Millisecond})
+			if l.opened != 1 {
+				t.Fatalf("the log was opened %d times, want once", l.opened)
+			}
+			if tc.wantErr != "" {
+				if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Run: %v; want ErrNoResult mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || res.ExitCode != 4 {
+				t.Fatalf("Run: %v, exit %d; want the job's exit code 4 from the log", err, res.ExitCode)
+			}
+			if got := out.String(); got != "seen live\nwritten while away\n" {
+				t.Fatalf("output %q", got)
+			}
+		})
+	}
+}
