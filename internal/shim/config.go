@@ -45,7 +45,9 @@ type Config struct {
 	SpoolDir string
 	// ReplayBytes is the size of the memory replay window.
 	ReplayBytes int64
-	// FlushDelay is how long an unfinished output line waits for its end.
+	// FlushDelay caps how long an unfinished output line is held back while
+	// more output already waits in the pipe; with nothing waiting it goes out
+	// at once.
 	FlushDelay time.Duration
 	// Commands is a FIFO to read commands from instead of stdin ("" = stdin).
 	Commands string
@@ -78,7 +80,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer, no
 	fs.BoolVar(&cfg.TTY, "tty", false, "run scripts under a raw pseudo-terminal")
 	fs.StringVar(&cfg.SpoolDir, "spool-dir", "", "keep the whole record stream in DIR/records for replay (default: memory window)")
 	fs.StringVar(&cfg.Commands, "commands", "", "read commands from this FIFO (created if missing, opened read-write so writers may come and go) instead of stdin")
-	fs.DurationVar(&cfg.FlushDelay, "flush-delay", 20*time.Millisecond, "how long an unfinished output line waits for its end before it is sent")
+	fs.DurationVar(&cfg.FlushDelay, "flush-delay", 20*time.Millisecond, "longest an unfinished output line is held back to be joined with output already waiting in the pipe (a line with nothing after it goes out at once)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: tether-shim [flags]        serve: script paths and commands on stdin, records on stdout
        tether-shim copy DEST      copy this binary to DEST (for an init container)

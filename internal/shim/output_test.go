@@ -111,6 +111,37 @@ func TestPartialOutputLatency(t *testing.T) {
 	}
 }
 
+// A partial line goes out as soon as nothing more waits in the pipe: the
+// flush delay only caps coalescing while more output is already waiting.
+// With a one-hour delay each dot still arrives on its own, long before any
+// delay could pass.
+func TestPartialOutputNotHeldWhenPipeIsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := script(t, dir, "relay.sh", "cat "+fifo+"\n")
+	p := startShim(t, []string{"--flush-delay=1h"})
+	p.send(run(s))
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	from := 0
+	for _, piece := range []string{".", "..", "x"} {
+		if _, err := w.Write([]byte(piece)); err != nil {
+			t.Fatal(err)
+		}
+		r, idx := p.waitRecord(from, 30*time.Second, ofType(protocol.TypePartial))
+		from = idx + 1
+		if string(r.Payload) != piece {
+			t.Fatalf("partial record %q, want %q", r.Payload, piece)
+		}
+	}
+}
+
 // Paths with spaces, quotes and shell syntax are argv elements: they run and
 // inject nothing.
 func TestHostilePathsRunVerbatim(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // pumpBufSize is the first read size: enough for a script that prints
@@ -51,16 +52,20 @@ func growPipe(f *os.File) {
 
 // pump forwards a script's output to the emitter until the output reaches
 // EOF (every writer closed it) or fails (a pty returns EIO after the child
-// exits). Complete lines go out as soon as they are read; an unfinished line
-// waits up to delay for the rest of it, then goes out as it is; so does a
-// line that grew to flushSize. Once a read fills the buffer, the buffer
-// and the pipe grow for the rest of the output.
+// exits). Coalescing is adaptive: what a read returns goes out at once when
+// the pipe holds nothing more, so a lone `printf .` reaches the client
+// within a read's latency; only while more bytes are already waiting is an
+// unfinished last line held back to be joined with them, for at most delay
+// (the cap for a writer that never stops mid-line) or until it grew to
+// flushSize. Complete lines never wait. Once a read fills the buffer, the
+// buffer and the pipe grow for the rest of the output.
 func pump(f *os.File, em *emitter, delay time.Duration) {
 	buf := make([]byte, pumpBufSize)
 	held := 0             // buf[:held] is an unfinished line, shorter than flushSize
 	var flushAt time.Time // when the held bytes must go out
 	deadlines := f.SetReadDeadline(time.Time{}) == nil
 	deadlineSet := false
+	waiting := pendingBytes(f)
 	for {
 		if deadlines {
 			switch {
@@ -87,20 +92,18 @@ func pump(f *os.File, em *emitter, delay time.Duration) {
 			if last >= 0 {
 				last += from
 			}
+			tail := len(data) - (last + 1)
 			switch {
-			case !deadlines:
+			case !deadlines || tail == 0 || tail >= flushSize || waiting() == 0:
+				// Nothing unfinished, too much of it, or nothing more
+				// to wait for: everything goes out now.
 				em.Output(data)
 				held = 0
 			case last >= 0:
 				em.Output(data[:last+1])
 				held = copy(buf, data[last+1:])
-				if held > 0 {
-					flushAt = time.Now().Add(delay)
-					deadlineSet = false
-				}
-			case len(data) >= flushSize:
-				em.Output(data)
-				held = 0
+				flushAt = time.Now().Add(delay)
+				deadlineSet = false
 			default:
 				if held == 0 {
 					flushAt = time.Now().Add(delay)
@@ -123,5 +126,27 @@ func pump(f *os.File, em *emitter, delay time.Duration) {
 			}
 			return
 		}
+	}
+}
+
+// pendingBytes returns a function reporting how many bytes wait unread in
+// the pipe or pty behind f (FIONREAD). Where that cannot be asked it
+// reports 0, so output is never held back for bytes that may not come.
+func pendingBytes(f *os.File) func() int {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return func() int { return 0 }
+	}
+	return func() int {
+		var n int32
+		ok := false
+		_ = sc.Control(func(fd uintptr) {
+			_, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+			ok = e == 0
+		})
+		if !ok {
+			return 0
+		}
+		return int(n)
 	}
 }
