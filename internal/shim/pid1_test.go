@@ -1,7 +1,6 @@
 package shim_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -148,7 +148,7 @@ func TestSubreaperWhenNotPID1(t *testing.T) {
 	s := script(t, dir, "orphan.sh", "sleep 30 >/dev/null 2>&1 &\necho $!\n")
 	cmd := exec.Command(shimBin)
 	stdin, _ := cmd.StdinPipe()
-	var out bytes.Buffer
+	var out syncbuf.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
