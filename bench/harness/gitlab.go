@@ -1,7 +1,7 @@
 package main
 
 // An emulation of GitLab Runner's Kubernetes attach path, the peer
-// DESIGN.md compares against. It is not GitLab's code: it reproduces the
+// Tether's performance targets compare against. It is not GitLab's code: it reproduces the
 // parts that decide its speed, from GitLab Runner's sources:
 //   - the step script carries a trap that prints
 //     {"command_exit_code": N, "script": "..."} when it ends;

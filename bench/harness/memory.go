@@ -152,7 +152,7 @@ func memorySection(ctx context.Context, cfg *config, ws *workspace, log *slog.Lo
 	sec.goals = append(sec.goals,
 		goal{measure: "shim binary size", tether: mib(size) + ", " + linkage, baseline: "—", target: "≤ 3 MiB, static",
 			verdict: verdict(size <= 3<<20 && static)},
-		goal{measure: "shim idle RSS", tether: mib(max(fresh, afterJob)), baseline: "tini ≈ 1 MiB (DESIGN.md)", target: "≤ 4 MiB",
+		goal{measure: "shim idle RSS", tether: mib(max(fresh, afterJob)), baseline: "tini ≈ 1 MiB", target: "≤ 4 MiB",
 			verdict: verdict(max(fresh, afterJob) <= 4<<20)},
 	)
 

@@ -107,7 +107,7 @@ func writeResults(w io.Writer, cfg *config, m machine, started time.Time, took t
 			"Wall-clock numbers are pessimistic and noisy; the ratios are fairer because each baseline ran interleaved with the path it is compared with, "+
 			"and the CPU-time columns depend much less on load.\n\n", m.loadFrom, end, m.cores)
 	}
-	fmt.Fprintln(w, "## Summary against DESIGN.md's performance targets")
+	fmt.Fprintln(w, "## Summary against the performance targets")
 	fmt.Fprintln(w)
 	st := &table{head: []string{"measure", "tether", "baseline", "target", "verdict"}}
 	for _, s := range secs {

@@ -29,6 +29,8 @@ type conn struct {
 	done    chan struct{} // closed when the stream ended; err is set then
 	err     error
 	once    sync.Once
+	// closeWait bounds how long Close waits for the stream to end.
+	closeWait time.Duration
 }
 
 // dial starts an attach stream with exec and returns once the streams are
@@ -39,7 +41,7 @@ func dial(ctx context.Context, exec remotecommand.Executor, timeout time.Duratio
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &conn{stdinW: stdinW, stdoutR: stdoutR, cancel: cancel, done: make(chan struct{})}
+	c := &conn{stdinW: stdinW, stdoutR: stdoutR, cancel: cancel, done: make(chan struct{}), closeWait: closeWait}
 	ready := make(chan struct{})
 	in := &readyReader{r: stdinR, ready: ready}
 	stderr := &lineLogger{log: log}
@@ -82,20 +84,23 @@ func (c *conn) Read(p []byte) (int, error) { return c.stdoutR.Read(p) }
 // Write writes to the container's stdin (commands to the shim).
 func (c *conn) Write(p []byte) (int, error) { return c.stdinW.Write(p) }
 
-// Close ends the attach session; the shim keeps running.
+// Close ends the attach session; the shim keeps running. It returns an
+// error when the stream has not ended within closeWait (client-go's stream
+// goroutine is then left to end on its own).
 func (c *conn) Close() error {
 	c.once.Do(func() {
 		c.cancel()
 		c.stdoutR.CloseWithError(errConnClosed)
 		_ = c.stdinW.Close() // EOF, not an error: client-go logs stdin copy errors
 	})
-	t := time.NewTimer(closeWait)
+	t := time.NewTimer(c.closeWait)
 	defer t.Stop()
 	select {
 	case <-c.done:
+		return nil
 	case <-t.C:
+		return fmt.Errorf("kube transport: the attach stream did not end within %s of its close", c.closeWait)
 	}
-	return nil
 }
 
 // readyReader closes ready at the first Read: client-go reads stdin only

@@ -66,7 +66,7 @@ const (
 	// band) fires first even after a slow image pull.
 	DefaultDeadlineMargin = 2 * time.Minute
 	// DefaultTTLMargin is added to the job timeout for the TTL annotation
-	// when Spec.TTL is zero (seed 001: timeout plus 15 minutes).
+	// when Spec.TTL is zero (the job timeout plus 15 minutes).
 	DefaultTTLMargin = 15 * time.Minute
 	// DefaultNoTimeoutTTL is the TTL when the job has no timeout.
 	DefaultNoTimeoutTTL = 24 * time.Hour

@@ -1,4 +1,5 @@
-// Package gc implements `tether gc`, the scheduled cleaner of seed 001.
+// Package gc implements `tether gc`, the scheduled cleaner of Tether's
+// leftovers.
 //
 // It deletes two kinds of leftovers, and nothing else:
 //

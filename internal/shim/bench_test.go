@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// benchShapes are the output shapes of DESIGN.md's throughput targets,
+// benchShapes are the output shapes of the relay throughput targets,
 // 4 MiB each: 80-byte lines, and text without any newline.
 func benchShapes() []struct {
 	name string

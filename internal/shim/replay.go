@@ -12,7 +12,8 @@ import (
 // connection can ask for it again (the kubelet's log API alone cannot be
 // trusted: logs rotate at 10 MiB).
 type replayStore interface {
-	// Append adds records; offset is the stream offset of b[0].
+	// Append adds whole records b, which continue the stream where the
+	// previous Append ended (the first starts at offset 0).
 	Append(b []byte) error
 	// Oldest returns the oldest stream offset still retained.
 	Oldest() int64

@@ -45,7 +45,7 @@ func createQuota(ctx context.Context, t *testing.T, c *Cluster, ns string, hard 
 }
 
 // TestKubeQuotaRejectsPodLeavesNothing: a ResourceQuota rejects the pod;
-// `tether run` fails clearly and leaves no ConfigMap or Secret (seed 002).
+// `tether run` fails clearly and leaves no ConfigMap or Secret.
 func TestKubeQuotaRejectsPodLeavesNothing(t *testing.T) {
 	c := NewCluster(t)
 	bin := buildTether(t)
