@@ -18,11 +18,15 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-shim ./cmd/shim
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether ./cmd/client
 
-# make test: lint, then every unit, real-process and in-process attach test.
+# make test: lint, then every unit, real-process and in-process attach test,
+# all under the race detector (the programs the tests run as processes are
+# built with it too, see internal/testing/testbin). -race needs cgo and a C
+# compiler (gcc); the binaries `make build` ships stay static.
 test: lint build unit
 
 unit:
-	$(GO) test -trimpath -count=1 -timeout 20m ./...
+	@command -v gcc >/dev/null || { echo "make unit: the race detector needs a C compiler: apt-get install gcc"; exit 1; }
+	CGO_ENABLED=1 GORACE=halt_on_error=1 $(GO) test -race -trimpath -count=1 -timeout 30m ./...
 
 lint:
 	@scripts/tools.sh staticcheck >/dev/null

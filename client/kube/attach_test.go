@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tether-ci/tether/internal/testing/syncbuf"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -437,6 +438,11 @@ func submitAndLeave(ctx context.Context, t *testing.T, tr *kube.Transport, id st
 	if _, err := conn.Write(cmds); err != nil {
 		t.Fatal(err)
 	}
+	// Stay until the shim's output ends (it exits after the job): closing
+	// at once could cancel the attach before the commands left the client.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	_, _ = io.Copy(io.Discard, conn)
 	_ = conn.Close()
 }
 

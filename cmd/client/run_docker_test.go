@@ -116,7 +116,7 @@ func TestRunDockerMatchesLocal(t *testing.T) {
 	t.Run("shim-flag", func(t *testing.T) {
 		p := writeScript(t, dir, "shim.sh", "echo via --shim; exit 4")
 		out, errb, code := tether(t, dir, "run", "--docker", "--image", busybox, "--helper-image", "localhost/tether/absent:dev",
-			"--shim", filepath.Join(binDir, "tether-shim"), p)
+			"--shim", filepath.Join(binDir, "tether-shim-static"), p)
 		if string(out) != "via --shim\n" || code != 4 {
 			t.Errorf("exit %d, stdout %q; want 4, %q\nstderr: %s", code, out, "via --shim\n", errb)
 		}

@@ -61,7 +61,7 @@ func fileExists(p string) bool {
 // BuildShim builds tether-shim from the working tree, static, into dir and
 // returns its path.
 func BuildShim(ctx context.Context, dir string) (string, error) {
-	return testbin.Build(ctx, dir, "tether-shim", testbin.Shim)
+	return testbin.BuildStatic(ctx, dir, "tether-shim", testbin.Shim)
 }
 
 // LoadImages loads the Tether images NAME (helper, busybox, bash) into the

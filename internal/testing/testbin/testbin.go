@@ -1,6 +1,9 @@
 // Package testbin builds the project's programs for tests that run them as
 // real processes, from the working tree (the tests do not depend on `make
-// build`), the way `make build` does: static, CGO_ENABLED=0, -trimpath.
+// build`), the way `make build` does: static, CGO_ENABLED=0, -trimpath —
+// except under the race detector (`go test -race`), where they are built
+// with it as well, so the processes a test runs are checked too (a race
+// makes such a program exit with status 66).
 package testbin
 
 import (
@@ -21,11 +24,25 @@ const (
 )
 
 // Build builds the main package pkg to dir/name and returns the binary's
-// path.
+// path: with the race detector when the test runs with it, else static.
 func Build(ctx context.Context, dir, name, pkg string) (string, error) {
+	return build(ctx, dir, name, pkg, raceBuild)
+}
+
+// BuildStatic builds the main package pkg to dir/name as a static binary
+// (for a container that has no C library), and returns its path.
+func BuildStatic(ctx context.Context, dir, name, pkg string) (string, error) {
+	return build(ctx, dir, name, pkg, false)
+}
+
+func build(ctx context.Context, dir, name, pkg string, race bool) (string, error) {
 	out := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	args, env := []string{"build", "-trimpath", "-o", out}, "CGO_ENABLED=0"
+	if race {
+		args, env = append(args, "-race"), "CGO_ENABLED=1"
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
+	cmd.Env = append(os.Environ(), env)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s from %s: %w: %s", name, pkg, err, b)
 	}
