@@ -3,8 +3,9 @@
 // endpoint (Docker itself, or Podman's `podman system service`) and reaches
 // it through the engine's attach and exec endpoints.
 //
-// The package talks to the engine with net/http over the engine's unix
-// socket (API version 1.41); it has no Docker SDK dependency. NewClient finds
+// The package talks to the engine with a small net/http client of its own
+// (API version 1.41, internal to this module, so not part of the API); it
+// has no Docker SDK dependency. NewClient finds
 // the socket in DOCKER_HOST (unix://PATH) or at /var/run/docker.sock; a
 // missing engine gives an error wrapping ErrNoEngine that says what to
 // install or start.

@@ -10,6 +10,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/tether-ci/tether/internal/dockerengine"
 )
 
 // Paths inside a job container.
@@ -46,7 +48,7 @@ func ScriptPath(name string) string { return ScriptDir + "/" + name }
 // a container of the image (never started), reads the file through the
 // archive endpoint, and removes the container.
 func (c *Client) shimFromHelper(ctx context.Context, image string) (data []byte, err error) {
-	id, err := c.CreateContainer(ctx, "", ContainerConfig{
+	id, err := c.e.CreateContainer(ctx, "", dockerengine.ContainerConfig{
 		Image:      image,
 		Entrypoint: []string{helperShimPath},
 		Cmd:        []string{"version"},
@@ -58,11 +60,11 @@ func (c *Client) shimFromHelper(ctx context.Context, image string) (data []byte,
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if rerr := c.RemoveContainer(rctx, id, true); rerr != nil && err == nil {
+		if rerr := c.e.RemoveContainer(rctx, id, true); rerr != nil && err == nil {
 			err = fmt.Errorf("copy the shim out of helper image %s: %w", image, rerr)
 		}
 	}()
-	rc, err := c.CopyFromContainer(ctx, id, helperShimPath)
+	rc, err := c.e.CopyFromContainer(ctx, id, helperShimPath)
 	if err != nil {
 		return nil, fmt.Errorf("copy the shim out of helper image %s: %w", image, err)
 	}

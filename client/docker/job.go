@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/internal/contract"
+
+	"github.com/tether-ci/tether/internal/dockerengine"
 )
 
 // DefaultHelperImage is the image the shim is copied from by default.
@@ -129,12 +131,12 @@ func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	cfg := containerConfig(spec)
 	if spec.Ulimits == nil && c.needUlimits.Load() {
-		cfg.HostConfig.Ulimits = FallbackUlimits()
+		cfg.HostConfig.Ulimits = dockerengine.FallbackUlimits()
 	}
 	id, err := c.createAndStart(ctx, spec.Name, cfg, archive)
 	if err != nil && cfg.HostConfig.Ulimits == nil && strings.Contains(err.Error(), "rlimit") {
 		c.needUlimits.Store(true)
-		cfg.HostConfig.Ulimits = FallbackUlimits()
+		cfg.HostConfig.Ulimits = dockerengine.FallbackUlimits()
 		log.Info("the engine cannot apply its default resource limits; retrying with explicit ulimits",
 			"error", err, "ulimits", fmt.Sprint(cfg.HostConfig.Ulimits))
 		id, err = c.createAndStart(ctx, spec.Name, cfg, archive)
@@ -142,12 +144,12 @@ func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start a job container of image %s: %w", spec.Image, err)
 	}
-	log.Debug("job container started", "id", short(id), "image", spec.Image)
+	log.Debug("job container started", "id", dockerengine.ShortID(id), "image", spec.Image)
 	return &Container{c: c, id: id, diag: spec.Diagnostics}, nil
 }
 
 // containerConfig builds the create call for spec.
-func containerConfig(spec Spec) ContainerConfig {
+func containerConfig(spec Spec) dockerengine.ContainerConfig {
 	args := []string{"--spool-dir=" + SpoolDir}
 	if spec.Deadline > 0 {
 		args = append(args, "--deadline="+strconv.FormatInt(int64((spec.Deadline+time.Second-1)/time.Second), 10))
@@ -159,7 +161,7 @@ func containerConfig(spec Spec) ContainerConfig {
 	labels := map[string]string{}
 	maps.Copy(labels, spec.Labels)
 	labels[LabelManagedBy] = ManagedByValue
-	return ContainerConfig{
+	return dockerengine.ContainerConfig{
 		Image: spec.Image,
 		// The shim is PID 1 and reads its commands from the FIFO (opened
 		// read-write, so it never sees EOF when a writer goes).
@@ -171,7 +173,7 @@ func containerConfig(spec Spec) ContainerConfig {
 		AttachStdout: true,
 		AttachStderr: true,
 		Tty:          false,
-		HostConfig: HostConfig{
+		HostConfig: dockerengine.HostConfig{
 			NetworkMode: spec.NetworkMode,
 			Ulimits:     spec.Ulimits,
 		},
@@ -180,8 +182,8 @@ func containerConfig(spec Spec) ContainerConfig {
 
 // createAndStart creates a container, uploads the job archive into it and
 // starts it; on failure it removes the container again.
-func (c *Client) createAndStart(ctx context.Context, name string, cfg ContainerConfig, archive []byte) (id string, err error) {
-	id, err = c.CreateContainer(ctx, name, cfg)
+func (c *Client) createAndStart(ctx context.Context, name string, cfg dockerengine.ContainerConfig, archive []byte) (id string, err error) {
+	id, err = c.e.CreateContainer(ctx, name, cfg)
 	if err != nil {
 		return "", err
 	}
@@ -191,14 +193,14 @@ func (c *Client) createAndStart(ctx context.Context, name string, cfg ContainerC
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if rerr := c.RemoveContainer(rctx, id, true); rerr != nil {
+		if rerr := c.e.RemoveContainer(rctx, id, true); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}()
-	if err := c.CopyToContainer(ctx, id, "/", bytes.NewReader(archive)); err != nil {
+	if err := c.e.CopyToContainer(ctx, id, "/", bytes.NewReader(archive)); err != nil {
 		return id, err
 	}
-	if err := c.StartContainer(ctx, id); err != nil {
+	if err := c.e.StartContainer(ctx, id); err != nil {
 		return id, err
 	}
 	return id, nil

@@ -17,8 +17,9 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/docker"
-	"github.com/tether-ci/tether/client/docker/dockertest"
 	"github.com/tether-ci/tether/client/local"
+	"github.com/tether-ci/tether/internal/dockerengine"
+	"github.com/tether-ci/tether/internal/testing/dockertest"
 )
 
 // script is one job script for both backends.
@@ -247,11 +248,12 @@ func checkGone(t *testing.T, c *docker.Client, id string, labels ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.InspectContainer(ctx, id); !docker.IsNotFound(err) {
+	e := engineOf(t, c)
+	if _, err := e.InspectContainer(ctx, id); !dockerengine.IsNotFound(err) {
 		t.Errorf("container %s still exists after Remove (inspect: %v)", id, err)
 	}
 	if len(labels) > 0 {
-		left, err := c.ListContainers(ctx, labels...)
+		left, err := e.ListContainers(ctx, labels...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +359,7 @@ func TestMissingImage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TETHER_COMMANDS") || !strings.Contains(err.Error(), "reserved") {
 		t.Fatalf("StartJob with a variable of the shim's: %v", err)
 	}
-	left, err := c.ListContainers(ctx, docker.LabelManagedBy+"="+docker.ManagedByValue)
+	left, err := engineOf(t, c).ListContainers(ctx, docker.LabelManagedBy+"="+docker.ManagedByValue)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/client/docker"
-	"github.com/tether-ci/tether/client/docker/dockertest"
+	"github.com/tether-ci/tether/internal/dockerengine"
+	"github.com/tether-ci/tether/internal/testing/dockertest"
 )
 
 // suite is what the tests share: one private podman service with the
@@ -75,4 +76,16 @@ func needEngine(t *testing.T) *docker.Client {
 		t.Fatalf("no podman service: %v", env.err)
 	}
 	return env.client
+}
+
+// engineOf returns an engine API client for c's engine, for inspecting
+// what the backend left.
+func engineOf(t *testing.T, c *docker.Client) *dockerengine.Client {
+	t.Helper()
+	e, err := dockerengine.NewClient(c.Host())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
 }

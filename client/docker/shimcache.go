@@ -19,7 +19,7 @@ func (c *Client) shimFromHelperCached(ctx context.Context, image, cacheDir strin
 	if cacheDir == "" {
 		return c.shimFromHelper(ctx, image)
 	}
-	id, err := c.ImageID(ctx, image)
+	id, err := c.e.ImageID(ctx, image)
 	if err != nil {
 		return nil, fmt.Errorf("copy the shim out of helper image %s: %w", image, err)
 	}

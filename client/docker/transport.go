@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/tether-ci/tether/client"
+
+	"github.com/tether-ci/tether/internal/dockerengine"
 )
 
 // writerCommand copies the exec session's stdin into the shim's command
@@ -24,21 +26,21 @@ var writerCommand = []string{ShimPath, "send", CommandsPath}
 // Podman alike. Connect returns an error wrapping client.ErrShimGone when
 // the container no longer runs or no longer exists.
 func (ct *Container) Connect(ctx context.Context) (client.Conn, error) {
-	st, err := ct.c.InspectContainer(ctx, ct.id)
+	st, err := ct.c.e.InspectContainer(ctx, ct.id)
 	if err != nil {
-		if IsNotFound(err) {
-			return nil, fmt.Errorf("container %s no longer exists: %w: %w", short(ct.id), client.ErrShimGone, err)
+		if dockerengine.IsNotFound(err) {
+			return nil, fmt.Errorf("container %s no longer exists: %w: %w", dockerengine.ShortID(ct.id), client.ErrShimGone, err)
 		}
 		return nil, err
 	}
 	if !st.Running {
 		return nil, fmt.Errorf("%s: %w", describeStopped(ct.id, st), client.ErrShimGone)
 	}
-	out, err := ct.c.Attach(ctx, ct.id, false, ct.diag)
+	out, err := ct.c.e.Attach(ctx, ct.id, false, ct.diag)
 	if err != nil {
 		return nil, err
 	}
-	in, err := ct.c.Exec(ctx, ct.id, writerCommand, ct.diag)
+	in, err := ct.c.e.Exec(ctx, ct.id, writerCommand, ct.diag)
 	if err != nil {
 		out.Close()
 		return nil, err
@@ -49,8 +51,8 @@ func (ct *Container) Connect(ctx context.Context) (client.Conn, error) {
 }
 
 // describeStopped says why a container is not running.
-func describeStopped(id string, st State) string {
-	msg := fmt.Sprintf("container %s is %s (exit code %d)", short(id), st.Status, st.ExitCode)
+func describeStopped(id string, st dockerengine.State) string {
+	msg := fmt.Sprintf("container %s is %s (exit code %d)", dockerengine.ShortID(id), st.Status, st.ExitCode)
 	if st.Error != "" {
 		msg += ": " + st.Error
 	}
@@ -66,8 +68,8 @@ func describeStopped(id string, st State) string {
 // conn is one client connection: an attach for the shim's output and an
 // exec session for its commands.
 type conn struct {
-	out *Stream // stdout-only attach to the container
-	in  *Stream // the command writer's exec session
+	out *dockerengine.Stream // stdout-only attach to the container
+	in  *dockerengine.Stream // the command writer's exec session
 
 	closeOnce sync.Once
 	closeErr  error
@@ -99,12 +101,12 @@ func (c *conn) watchWriter(diag io.Writer) {
 // Wait waits until the container stops and returns its exit code (the
 // shim's).
 func (ct *Container) Wait(ctx context.Context) (int, error) {
-	return ct.c.WaitContainer(ctx, ct.id)
+	return ct.c.e.WaitContainer(ctx, ct.id)
 }
 
 // Remove removes the container, stopping it first if it still runs.
 func (ct *Container) Remove(ctx context.Context) error {
-	return ct.c.RemoveContainer(ctx, ct.id, true)
+	return ct.c.e.RemoveContainer(ctx, ct.id, true)
 }
 
 // Container returns the job container id (started earlier, possibly by

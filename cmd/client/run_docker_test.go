@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/client/docker"
-	"github.com/tether-ci/tether/client/docker/dockertest"
+	"github.com/tether-ci/tether/internal/dockerengine"
+	"github.com/tether-ci/tether/internal/testing/dockertest"
 )
 
 // dockerAllBytes is a script printing every byte value once.
@@ -28,7 +29,7 @@ func dockerAllBytes() string {
 // dockerEngine starts a private podman service with the busybox and helper
 // images, points DOCKER_HOST at it and returns it with a client and the
 // two image references.
-func dockerEngine(t *testing.T) (e *dockertest.Engine, c *docker.Client, busybox, helper string) {
+func dockerEngine(t *testing.T) (e *dockertest.Engine, c *dockerengine.Client, busybox, helper string) {
 	t.Helper()
 	e = dockertest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -39,7 +40,7 @@ func dockerEngine(t *testing.T) (e *dockertest.Engine, c *docker.Client, busybox
 	}
 	t.Setenv("DOCKER_HOST", e.Host)
 	t.Setenv("TETHER_CACHE", t.TempDir())
-	c, err = docker.NewClient(e.Host)
+	c, err = dockerengine.NewClient(e.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func dockerEngine(t *testing.T) (e *dockertest.Engine, c *docker.Client, busybox
 }
 
 // tetherContainers lists the containers tether created on c.
-func tetherContainers(t *testing.T, c *docker.Client) []docker.Summary {
+func tetherContainers(t *testing.T, c *dockerengine.Client) []dockerengine.Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -124,7 +125,7 @@ func TestRunDockerMatchesLocal(t *testing.T) {
 }
 
 // checkKeep: --keep leaves the stopped container for inspection.
-func checkKeep(t *testing.T, c *docker.Client, dir, busybox, helper string) {
+func checkKeep(t *testing.T, c *dockerengine.Client, dir, busybox, helper string) {
 	p := writeScript(t, dir, "keep.sh", "echo kept")
 	out, errb, code := tether(t, dir, "run", "--keep", "--docker", "--image", busybox, "--helper-image", helper, p)
 	if string(out) != "kept\n" || code != 0 {

@@ -1,4 +1,4 @@
-package docker
+package dockerengine
 
 import (
 	"bufio"
@@ -50,7 +50,7 @@ func (c *Client) Attach(ctx context.Context, id string, stdin bool, stderr io.Wr
 	}
 	s, err := c.hijack(ctx, "/containers/"+url.PathEscape(id)+"/attach", q, nil, stderr)
 	if err != nil {
-		return nil, fmt.Errorf("attach to container %s: %w", short(id), err)
+		return nil, fmt.Errorf("attach to container %s: %w", ShortID(id), err)
 	}
 	return s, nil
 }
@@ -68,11 +68,11 @@ func (c *Client) Exec(ctx context.Context, id string, cmd []string, stderr io.Wr
 		"Tty": false, "DetachKeys": detachKeys, "Cmd": cmd,
 	}
 	if err := c.doJSON(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/exec", nil, cfg, &created); err != nil {
-		return nil, fmt.Errorf("exec in container %s: %w", short(id), err)
+		return nil, fmt.Errorf("exec in container %s: %w", ShortID(id), err)
 	}
 	s, err := c.hijack(ctx, "/exec/"+url.PathEscape(created.ID)+"/start", nil, []byte(`{"Detach":false,"Tty":false}`), stderr)
 	if err != nil {
-		return nil, fmt.Errorf("exec in container %s: %w", short(id), err)
+		return nil, fmt.Errorf("exec in container %s: %w", ShortID(id), err)
 	}
 	return s, nil
 }

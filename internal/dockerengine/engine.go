@@ -1,4 +1,8 @@
-package docker
+// Package dockerengine is the small Docker Engine API client (API version
+// 1.41, net/http, no SDK) the docker backend uses: containers, archives,
+// attach and exec, images. It is internal: the public client/docker package
+// offers what a runner needs.
+package dockerengine
 
 import (
 	"bytes"
@@ -12,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 )
 
@@ -33,10 +36,6 @@ type Client struct {
 	host   string // as given, for messages: unix:///path
 	socket string // the socket path
 	http   *http.Client
-
-	// needUlimits is set once the engine failed to apply its default
-	// resource limits; later jobs use FallbackUlimits right away.
-	needUlimits atomic.Bool
 }
 
 // NewClient returns a client for the engine at host, a "unix://PATH"

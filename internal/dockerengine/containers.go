@@ -1,4 +1,4 @@
-package docker
+package dockerengine
 
 import (
 	"context"
@@ -110,7 +110,7 @@ func (c *Client) CreateContainer(ctx context.Context, name string, cfg Container
 // StartContainer starts a created container.
 func (c *Client) StartContainer(ctx context.Context, id string) error {
 	if err := c.doJSON(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/start", nil, nil, nil); err != nil {
-		return fmt.Errorf("start container %s: %w", short(id), err)
+		return fmt.Errorf("start container %s: %w", ShortID(id), err)
 	}
 	return nil
 }
@@ -121,7 +121,7 @@ func (c *Client) InspectContainer(ctx context.Context, id string) (State, error)
 		State State `json:"State"`
 	}
 	if err := c.doJSON(ctx, http.MethodGet, "/containers/"+url.PathEscape(id)+"/json", nil, nil, &out); err != nil {
-		return State{}, fmt.Errorf("inspect container %s: %w", short(id), err)
+		return State{}, fmt.Errorf("inspect container %s: %w", ShortID(id), err)
 	}
 	return out.State, nil
 }
@@ -132,7 +132,7 @@ func (c *Client) WaitContainer(ctx context.Context, id string) (int, error) {
 		StatusCode int `json:"StatusCode"`
 	}
 	if err := c.doJSON(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/wait", nil, nil, &out); err != nil {
-		return 0, fmt.Errorf("wait for container %s: %w", short(id), err)
+		return 0, fmt.Errorf("wait for container %s: %w", ShortID(id), err)
 	}
 	return out.StatusCode, nil
 }
@@ -154,11 +154,11 @@ func (c *Client) RemoveContainer(ctx context.Context, id string, force bool) err
 		}
 		var ae *APIError
 		if attempt == removeAttempts || !errors.As(err, &ae) || ae.StatusCode < 409 {
-			return fmt.Errorf("remove container %s: %w", short(id), err)
+			return fmt.Errorf("remove container %s: %w", ShortID(id), err)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("remove container %s: %w (after: %w)", short(id), context.Cause(ctx), err)
+			return fmt.Errorf("remove container %s: %w (after: %w)", ShortID(id), context.Cause(ctx), err)
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, time.Second)
@@ -173,7 +173,7 @@ const removeAttempts = 8
 func (c *Client) CopyFromContainer(ctx context.Context, id, path string) (io.ReadCloser, error) {
 	resp, err := c.do(ctx, http.MethodGet, "/containers/"+url.PathEscape(id)+"/archive", url.Values{"path": {path}}, "", nil)
 	if err != nil {
-		return nil, fmt.Errorf("copy %s out of container %s: %w", path, short(id), err)
+		return nil, fmt.Errorf("copy %s out of container %s: %w", path, ShortID(id), err)
 	}
 	return resp.Body, nil
 }
@@ -183,14 +183,14 @@ func (c *Client) CopyFromContainer(ctx context.Context, id, path string) (io.Rea
 func (c *Client) CopyToContainer(ctx context.Context, id, dir string, archive io.Reader) error {
 	resp, err := c.do(ctx, http.MethodPut, "/containers/"+url.PathEscape(id)+"/archive", url.Values{"path": {dir}}, "application/x-tar", archive)
 	if err != nil {
-		return fmt.Errorf("copy files into %s of container %s: %w", dir, short(id), err)
+		return fmt.Errorf("copy files into %s of container %s: %w", dir, ShortID(id), err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.Body.Close()
 }
 
-// short abbreviates a container ID for messages.
-func short(id string) string {
+// ShortID abbreviates a container ID for messages.
+func ShortID(id string) string {
 	if len(id) > 12 {
 		return id[:12]
 	}

@@ -1,0 +1,60 @@
+package docker_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The package's exported API is what a runner needs to run jobs in
+// containers; the Docker Engine API client behind it is internal, so it is
+// no compatibility promise.
+func TestPublicAPIIsRunnerFacing(t *testing.T) {
+	allowed := []string{
+		// run jobs
+		"Client", "NewClient", "Spec", "Script", "Container", "Ulimit", "ScriptPath",
+		// engine address and errors
+		"APIVersion", "DefaultHost", "ErrNoEngine",
+		// contract strings and paths inside the container
+		"LabelManagedBy", "ManagedByValue", "LabelJob", "DefaultHelperImage", "ShimEnvPrefix",
+		"Dir", "ShimPath", "ScriptDir", "CommandsPath", "SpoolDir",
+	}
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extra []string
+	for _, f := range pkgs["docker"].Files {
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() && !slices.Contains(allowed, d.Name.Name) {
+					extra = append(extra, d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() && !slices.Contains(allowed, s.Name.Name) {
+							extra = append(extra, s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() && !slices.Contains(allowed, n.Name) {
+								extra = append(extra, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(extra) > 0 {
+		t.Fatalf("client/docker exports %v beyond what a runner needs; keep engine API details in internal/dockerengine", extra)
+	}
+}
