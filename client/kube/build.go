@@ -108,6 +108,12 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	if s.IdleTimeout > 0 {
 		args = append(args, "--idle-timeout="+s.IdleTimeout.String())
 	}
+	switch {
+	case s.AfterTimeout > 0:
+		args = append(args, "--after-timeout="+s.AfterTimeout.String())
+	case s.AfterTimeout < 0:
+		args = append(args, "--after-timeout=0s")
+	}
 	args = append(args, s.ShimArgs...)
 
 	scriptMode := int32(0o755)

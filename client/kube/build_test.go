@@ -2,6 +2,7 @@ package kube
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,8 +44,8 @@ func TestBuildPodLayout(t *testing.T) {
 	if got := pod.Annotations[AnnotationTTL]; got != "1500" { // 10m + 15m
 		t.Errorf("TTL annotation %q, want 1500", got)
 	}
-	if ads := pod.Spec.ActiveDeadlineSeconds; ads == nil || *ads != 600+120 {
-		t.Errorf("activeDeadlineSeconds %v, want 720", ads)
+	if ads := pod.Spec.ActiveDeadlineSeconds; ads == nil || *ads != 600+120+10+300 {
+		t.Errorf("activeDeadlineSeconds %v, want 1030 (timeout + margin + grace + after-scripts budget)", ads)
 	}
 	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("restartPolicy %s", pod.Spec.RestartPolicy)
@@ -168,6 +169,33 @@ func TestBuildRejects(t *testing.T) {
 			t.Errorf("%s: Build succeeded", name)
 		} else {
 			t.Logf("%s: %v", name, err)
+		}
+	}
+}
+
+// The after-scripts' budget after a deadline reaches the shim and widens the
+// pod's activeDeadlineSeconds, so Kubernetes does not end the pod while the
+// after-scripts still run; a negative budget turns them off.
+func TestBuildAfterTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		after   time.Duration
+		arg     string
+		seconds int64
+	}{
+		{30 * time.Second, "--after-timeout=30s", 600 + 120 + 10 + 30},
+		{-1, "--after-timeout=0s", 600 + 120 + 10},
+	} {
+		spec := testSpec()
+		spec.AfterTimeout = tc.after
+		objs, err := Build(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ads := objs.Pod.Spec.ActiveDeadlineSeconds; ads == nil || *ads != tc.seconds {
+			t.Errorf("AfterTimeout %v: activeDeadlineSeconds %v, want %d", tc.after, ads, tc.seconds)
+		}
+		if args := objs.Pod.Spec.Containers[0].Args; !slices.Contains(args, tc.arg) {
+			t.Errorf("AfterTimeout %v: shim args %v lack %s", tc.after, args, tc.arg)
 		}
 	}
 }

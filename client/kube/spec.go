@@ -65,6 +65,9 @@ const (
 	// activeDeadlineSeconds, so the shim's own deadline (which reports in
 	// band) fires first even after a slow image pull.
 	DefaultDeadlineMargin = 2 * time.Minute
+	// DefaultAfterTimeout is the shim's default budget for the
+	// after-scripts after a deadline.
+	DefaultAfterTimeout = contract.DefaultAfterTimeoutSeconds * time.Second
 	// DefaultTTLMargin is added to the job timeout for the TTL annotation
 	// when Spec.TTL is zero (the job timeout plus 15 minutes).
 	DefaultTTLMargin = 15 * time.Minute
@@ -111,8 +114,15 @@ type Spec struct {
 	// activeDeadlineSeconds. 0 means none.
 	Timeout time.Duration
 	// DeadlineMargin is added to Timeout for activeDeadlineSeconds;
-	// default DefaultDeadlineMargin.
+	// default DefaultDeadlineMargin plus the shim's grace and the
+	// after-scripts' budget (AfterTimeout), so the after-scripts that run
+	// after the deadline finish before Kubernetes ends the pod.
 	DeadlineMargin time.Duration
+	// AfterTimeout is the after-scripts' budget once the deadline stopped
+	// the main scripts (the shim's --after-timeout); 0 keeps the shim's
+	// default, DefaultAfterTimeout. The after-scripts do not run after a
+	// deadline when it is negative.
+	AfterTimeout time.Duration
 	// TTL is the pod's TTL annotation; default Timeout+DefaultTTLMargin
 	// (DefaultNoTimeoutTTL without a timeout).
 	TTL time.Duration
@@ -200,7 +210,13 @@ func (s Spec) withDefaults() (Spec, error) {
 		return s, fmt.Errorf("kube: job ID %q cannot be a label value: %s", s.JobID, strings.Join(errs, "; "))
 	}
 	if s.DeadlineMargin == 0 {
-		s.DeadlineMargin = DefaultDeadlineMargin
+		s.DeadlineMargin = DefaultDeadlineMargin + contract.DefaultGraceSeconds*time.Second
+		switch {
+		case s.AfterTimeout == 0:
+			s.DeadlineMargin += DefaultAfterTimeout
+		case s.AfterTimeout > 0:
+			s.DeadlineMargin += s.AfterTimeout
+		}
 	}
 	if s.TTL == 0 {
 		s.TTL = DefaultNoTimeoutTTL

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
 
 	"github.com/tether-ci/tether/internal/contract"
 )
@@ -35,16 +36,19 @@ type runFlags struct {
 	Shim string
 
 	// Kubernetes (and docker, for Image/Env/HelperImage/Keep).
-	Image       string        // --image: the build container's image
-	Namespace   string        // -n/--namespace ("" = kubeconfig's namespace)
-	Timeout     time.Duration // --timeout: job timeout (shim deadline, activeDeadlineSeconds); 0 = none
-	TTL         time.Duration // --ttl: pod TTL annotation for `tether gc`; 0 = timeout + 15m
-	Env         stringList    // --env K=V (repeatable), validated
-	Kubeconfig  string        // --kubeconfig ("" = KUBECONFIG / ~/.kube/config / in-cluster)
-	Context     string        // --context: kubeconfig context
-	HelperImage string        // --helper-image: image carrying tether-shim
-	Keep        bool          // --keep: do not delete the pod/container afterwards
-	IdleTimeout time.Duration // --idle-timeout: the shim exits when idle and unpinged this long
+	Image     string        // --image: the build container's image
+	Namespace string        // -n/--namespace ("" = kubeconfig's namespace)
+	Timeout   time.Duration // --timeout: job timeout (shim deadline, activeDeadlineSeconds); 0 = none
+	// AfterTimeout (--after-timeout) is the after-scripts' budget once the
+	// timeout stopped the main scripts; 0 = they do not run then.
+	AfterTimeout time.Duration
+	TTL          time.Duration // --ttl: pod TTL annotation for `tether gc`; 0 = timeout + 15m
+	Env          stringList    // --env K=V (repeatable), validated
+	Kubeconfig   string        // --kubeconfig ("" = KUBECONFIG / ~/.kube/config / in-cluster)
+	Context      string        // --context: kubeconfig context
+	HelperImage  string        // --helper-image: image carrying tether-shim
+	Keep         bool          // --keep: do not delete the pod/container afterwards
+	IdleTimeout  time.Duration // --idle-timeout: the shim exits when idle and unpinged this long
 
 	// Kubernetes pod security (kube.Spec.Restricted and SecurityContext).
 	Restricted   bool    // --restricted: pass the Pod Security Standard "restricted"
@@ -97,6 +101,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.StringVar(&f.Namespace, "namespace", "", "Kubernetes namespace (default: the kubeconfig's)")
 	fs.StringVar(&f.Namespace, "n", "", "shorthand for --namespace")
 	fs.DurationVar(&f.Timeout, "timeout", time.Hour, "job timeout; the shim stops the job when it passes (0 = none)")
+	fs.DurationVar(&f.AfterTimeout, "after-timeout", kube.DefaultAfterTimeout, "when --timeout stops the job, the after-scripts still run for at most this long (0 = they do not run then)")
 	fs.DurationVar(&f.TTL, "ttl", 0, "pod TTL after which tether gc deletes it (0 = timeout + 15m)")
 	fs.Var(&f.Env, "env", "job variable `K=V` (repeatable; names starting with TETHER_ are reserved for tether-shim)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
@@ -174,8 +179,8 @@ func (f *runFlags) validate(pos []string) error {
 	if err := f.validateSecurity(); err != nil {
 		return err
 	}
-	if f.Timeout < 0 || f.TTL < 0 || f.IdleTimeout < 0 {
-		return errors.New("--timeout, --ttl and --idle-timeout must not be negative")
+	if f.Timeout < 0 || f.TTL < 0 || f.IdleTimeout < 0 || f.AfterTimeout < 0 {
+		return errors.New("--timeout, --after-timeout, --ttl and --idle-timeout must not be negative")
 	}
 	var err error
 	if f.Scripts, err = scriptPaths(pos); err != nil {

@@ -56,6 +56,7 @@ func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr 
 		Deadline:    f.Timeout,
 		IdleTimeout: f.IdleTimeout,
 		Logger:      log,
+		ShimArgs:    []string{"--after-timeout=" + f.AfterTimeout.String()},
 	}
 	if !f.Quiet {
 		spec.Diagnostics = stderr

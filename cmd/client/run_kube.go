@@ -59,6 +59,10 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 		TTL:         f.TTL,
 		IdleTimeout: f.IdleTimeout,
 	}
+	spec.AfterTimeout = f.AfterTimeout
+	if f.AfterTimeout == 0 {
+		spec.AfterTimeout = -1 // none: the flag's 0 means the after-scripts do not run after the timeout
+	}
 	f.applySecurity(&spec)
 	objs, err := kube.Build(spec)
 	if err != nil {

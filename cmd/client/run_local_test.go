@@ -328,6 +328,22 @@ func TestRunLocalTimeoutStopsTheJob(t *testing.T) {
 	}
 }
 
+// When --timeout stops the job, the after-scripts still run (within
+// --after-timeout) and tether exits 124; --after-timeout 0 skips them.
+func TestRunLocalTimeoutStillRunsAfterScripts(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "slow.sh", "echo started\nsleep 30\necho never\n")
+	writeScript(t, dir, "after.sh", "echo after-ran\n")
+	stdout, stderr, code := tether(t, dir, "run", "--local", "--timeout", "1s", "slow.sh", "--after", "after.sh")
+	if code != 124 || string(stdout) != "started\nafter-ran\n" {
+		t.Fatalf("exit %d stdout %q stderr %s, want 124 and the after-script's output", code, stdout, stderr)
+	}
+	stdout, stderr, code = tether(t, dir, "run", "--local", "--timeout", "1s", "--after-timeout", "0", "slow.sh", "--after", "after.sh")
+	if code != 124 || string(stdout) != "started\n" {
+		t.Fatalf("--after-timeout 0: exit %d stdout %q stderr %s, want 124 and no after-script", code, stdout, stderr)
+	}
+}
+
 func TestRunLocalEnvAndOddPaths(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dir with spaces")
 	if err := os.Mkdir(dir, 0o755); err != nil {

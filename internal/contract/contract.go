@@ -27,3 +27,13 @@ const (
 	// /tether-shim) when none is configured.
 	DefaultHelperImage = "localhost/tether/helper:dev"
 )
+
+// Defaults of tether-shim that clients size the pod's lifetime with: the
+// TERM→KILL grace when a script is stopped (--grace), and the after-scripts'
+// budget once the job's deadline stopped the main scripts (--after-timeout,
+// GitLab's after_script timeout). In seconds, to keep this package free of
+// imports.
+const (
+	DefaultGraceSeconds        = 10
+	DefaultAfterTimeoutSeconds = 300
+)

@@ -26,6 +26,10 @@ type Config struct {
 	Deadline time.Time
 	// Grace is the time between SIGTERM and SIGKILL when stopping a script.
 	Grace time.Duration
+	// AfterTimeout is the after-scripts' own budget once the deadline
+	// stopped the main scripts: they still run, for at most this long
+	// (counted from the deadline plus Grace); 0 = they do not run.
+	AfterTimeout time.Duration
 	// TTLFile is a downward-API annotations file holding the TTL annotation.
 	TTLFile string
 	// Created is the time the TTL counts from (zero = shim start).
@@ -57,6 +61,10 @@ type Config struct {
 	Start time.Time
 }
 
+// DefaultAfterTimeout is the after-scripts' budget after a deadline, as in
+// GitLab (after_script_timeout).
+const DefaultAfterTimeout = contract.DefaultAfterTimeoutSeconds * time.Second
+
 // TTLAnnotation is the pod annotation holding the TTL in seconds.
 const TTLAnnotation = contract.AnnotationTTL
 
@@ -72,7 +80,8 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer, no
 	replay := fs.String("replay-bytes", "4194304", "memory replay window in bytes (used without --spool-dir)")
 	logLevel := fs.String("log-level", "info", "diagnostics on stderr: debug, info, warn, error")
 	fs.StringVar(&cfg.Shell, "shell", "", "shell that runs each script (default: bash if found, else sh)")
-	fs.DurationVar(&cfg.Grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when a script is stopped")
+	fs.DurationVar(&cfg.Grace, "grace", contract.DefaultGraceSeconds*time.Second, "time between SIGTERM and SIGKILL when a script is stopped")
+	fs.DurationVar(&cfg.AfterTimeout, "after-timeout", DefaultAfterTimeout, "when the deadline stops the job, the after-scripts still run for at most this long after the main script's grace (0 = they do not run)")
 	fs.StringVar(&cfg.TTLFile, "ttl-file", "", "downward-API annotations file; the "+TTLAnnotation+" annotation (seconds) ends the shim")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "exit when no script runs and no command or ping arrived for this long (0 = never)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 2*time.Second, "how long to wait for output held open by a finished script's background children")
@@ -138,7 +147,7 @@ Every flag can also be set with the environment variable shown in brackets.
 	if err := cfg.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: %w", *logLevel, err)
 	}
-	for name, d := range map[string]time.Duration{"grace": cfg.Grace, "idle-timeout": cfg.IdleTimeout, "drain-timeout": cfg.DrainTimeout, "flush-delay": cfg.FlushDelay} {
+	for name, d := range map[string]time.Duration{"grace": cfg.Grace, "after-timeout": cfg.AfterTimeout, "idle-timeout": cfg.IdleTimeout, "drain-timeout": cfg.DrainTimeout, "flush-delay": cfg.FlushDelay} {
 		if d < 0 {
 			return nil, fmt.Errorf("--%s %v is negative", name, d)
 		}

@@ -178,3 +178,69 @@ func TestExitCommandWaitsForQueuedWork(t *testing.T) {
 		t.Fatalf("output %q", p.output())
 	}
 }
+
+// At the deadline the main script is stopped, the remaining main scripts
+// are skipped, and the after-scripts still run; the shim then exits 124
+// with the deadline reason and writes no job record.
+func TestDeadlineStillRunsAfterScripts(t *testing.T) {
+	dir := t.TempDir()
+	long := script(t, dir, "long.sh", "echo started; sleep 30; echo never\n")
+	skipped := script(t, dir, "skipped.sh", "echo skipped-ran\n")
+	after := script(t, dir, "after.sh", "echo after-ran\n")
+	p := startShim(t, []string{"--deadline", "1", "--grace", "2s"})
+	p.send(protocol.Command{Cmd: protocol.CmdJob, ID: "d", Scripts: []string{long, skipped}, After: []string{after}})
+	code, x := p.waitExit(20 * time.Second)
+	if code != 124 || x.Reason != protocol.ReasonDeadline {
+		t.Fatalf("exit %d %+v, want 124 deadline", code, x)
+	}
+	if st := p.waitStatus(long, time.Second); st.CommandExitCode != 143 || st.Error == "" {
+		t.Fatalf("main script status %+v, want 143 with the deadline as reason", st)
+	}
+	if st := p.waitStatus(after, time.Second); st.CommandExitCode != 0 || st.Phase != "after" {
+		t.Fatalf("after-script status %+v, want 0 in phase after", st)
+	}
+	out := string(p.output())
+	if out != "started\nafter-ran\n" {
+		t.Fatalf("output %q, want the main script's start and the after-script's output only", out)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.records {
+		if r.Type == protocol.TypeJob {
+			t.Fatalf("a job record %q was written for a job the deadline ended", r.Payload)
+		}
+	}
+}
+
+// The after-scripts' budget after a deadline is bounded by --after-timeout:
+// an after-script that outlives it is stopped and the shim exits 124.
+func TestDeadlineAfterScriptsHaveABudget(t *testing.T) {
+	dir := t.TempDir()
+	long := script(t, dir, "long.sh", "sleep 30\n")
+	after := script(t, dir, "after.sh", "echo after-started; sleep 30; echo never\n")
+	p := startShim(t, []string{"--deadline", "1", "--grace", "500ms", "--after-timeout", "1s"})
+	p.send(protocol.Command{Cmd: protocol.CmdJob, ID: "d", Scripts: []string{long}, After: []string{after}})
+	code, x := p.waitExit(20 * time.Second)
+	if code != 124 || x.Reason != protocol.ReasonDeadline || !strings.Contains(x.Message, "after-timeout") {
+		t.Fatalf("exit %d %+v, want 124 deadline naming the after-timeout", code, x)
+	}
+	if st := p.waitStatus(after, time.Second); st.CommandExitCode != 143 {
+		t.Fatalf("after-script status %+v, want stopped with SIGTERM (143)", st)
+	}
+	if out := string(p.output()); strings.Contains(out, "never") || !strings.Contains(out, "after-started") {
+		t.Fatalf("output %q", out)
+	}
+}
+
+// --after-timeout 0 keeps the old behaviour: the deadline stops everything.
+func TestDeadlineWithoutAfterBudget(t *testing.T) {
+	dir := t.TempDir()
+	long := script(t, dir, "long.sh", "sleep 30\n")
+	after := script(t, dir, "after.sh", "echo after-ran\n")
+	p := startShim(t, []string{"--deadline", "1", "--grace", "500ms", "--after-timeout", "0"})
+	p.send(protocol.Command{Cmd: protocol.CmdJob, ID: "d", Scripts: []string{long}, After: []string{after}})
+	code, _ := p.waitExit(20 * time.Second)
+	if code != 124 || strings.Contains(string(p.output()), "after-ran") {
+		t.Fatalf("exit %d output %q: want 124 and no after-script", code, p.output())
+	}
+}

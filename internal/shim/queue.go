@@ -16,6 +16,7 @@ type item struct {
 	cancelled   bool   // a cancel arrived: skip the remaining main scripts
 	cancelAfter bool   // a cancel arrived during (or before) the after-scripts
 	halt        string // the shim is exiting: stop everything, write no job record
+	expired     string // the deadline passed: no more main scripts, the after-scripts still run, no job record
 	phase       string
 }
 
@@ -28,8 +29,19 @@ func (it *item) stopMain() string {
 		return it.halt
 	case it.cancelled:
 		return "cancelled by the client"
+	case it.expired != "":
+		return it.expired
 	}
 	return ""
+}
+
+// expire marks the item's deadline as passed: the remaining main scripts
+// are skipped, the after-scripts still run, and no job record is written
+// (the final record says why the job ended).
+func (it *item) expire(reason string) {
+	it.mu.Lock()
+	it.expired = reason
+	it.mu.Unlock()
 }
 
 // stopAfter returns why an after-script must not start.
@@ -51,20 +63,21 @@ func (it *item) setPhase(p string) {
 	it.mu.Unlock()
 }
 
-// cancel marks the item cancelled and reports whether the running script
-// (if it belongs to this item) must be stopped.
+// cancel marks the item cancelled and reports whether its after-scripts
+// are cancelled too (a second cancel, or a cancel during the after-scripts):
+// then the running script stops whatever its phase, else only a main script.
 func (it *item) cancel(queued bool) bool {
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	if queued {
 		it.cancelled, it.cancelAfter = true, true
-		return false
+		return true
 	}
 	if it.phase == "after" || it.cancelled {
 		it.cancelAfter = true
 	}
 	it.cancelled = true
-	return true
+	return it.cancelAfter
 }
 
 func (it *item) setHalt(reason string) {
@@ -73,10 +86,12 @@ func (it *item) setHalt(reason string) {
 	it.mu.Unlock()
 }
 
+// halted reports whether the job ended without a job record: the shim is
+// exiting, or the deadline passed.
 func (it *item) halted() bool {
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	return it.halt != ""
+	return it.halt != "" || it.expired != ""
 }
 
 // execute runs the item and returns its exit code. It writes the begin and

@@ -46,6 +46,7 @@ func scriptEnv(environ []string, drop map[string]bool) []string {
 // process is a running script.
 type process struct {
 	script string
+	phase  string // "script" or "after"
 	pgid   int
 	done   chan struct{} // closed when the script's main process exited
 
@@ -82,6 +83,18 @@ func (p *process) stopReason() string {
 	return p.reason
 }
 
+// stopRunning stops the running script if stop says so for its phase
+// ("script" or "after"). The check and the stop happen under the lock that
+// also guards starting a script, so a script that starts meanwhile (a
+// job's first after-script, say) is never mistaken for the one meant.
+func (r *runner) stopRunning(grace time.Duration, reason string, stop func(phase string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.current; p != nil && stop(p.phase) {
+		p.stop(grace, reason)
+	}
+}
+
 // running returns the running script, or nil.
 func (r *runner) running() *process {
 	r.mu.Lock()
@@ -104,7 +117,7 @@ func (r *runner) signal(sig syscall.Signal) {
 // and the status record goes out with it.
 func (r *runner) run(script, phase, job string, stopped func() string, more bool) protocol.Status {
 	r.em.Record(protocol.TypeBegin, protocol.Begin{Script: script, Phase: phase, Job: job})
-	st := r.exec(script, stopped)
+	st := r.exec(script, phase, stopped)
 	st.Phase, st.Job = phase, job
 	if more {
 		r.em.Hold(protocol.TypeStatus, st)
@@ -114,7 +127,7 @@ func (r *runner) run(script, phase, job string, stopped func() string, more bool
 	return st
 }
 
-func (r *runner) exec(script string, stopped func() string) protocol.Status {
+func (r *runner) exec(script, phase string, stopped func() string) protocol.Status {
 	st := protocol.Status{Script: script}
 	if code, msg := checkScript(script); code != 0 {
 		st.CommandExitCode, st.Error = code, msg
@@ -145,7 +158,7 @@ func (r *runner) exec(script string, stopped func() string) protocol.Status {
 		Files: []uintptr{devnull.Fd(), childOut.Fd(), childOut.Fd()},
 		Sys:   sys,
 	}
-	p := &process{script: script, done: make(chan struct{})}
+	p := &process{script: script, phase: phase, done: make(chan struct{})}
 	start := time.Now()
 	var exited <-chan reaper.Exit
 	r.mu.Lock()

@@ -72,6 +72,12 @@ type loopState struct {
 	lastActive  time.Time
 	ttlAt       time.Time // zero = no TTL
 	ttlRead     time.Time
+	// expired is set once the deadline passed while a job was running:
+	// its main script was stopped, its after-scripts run until afterEnd,
+	// then the shim exits with the deadline reason (expireMsg).
+	expired   bool
+	expireMsg string
+	afterEnd  time.Time
 }
 
 // Serve runs the shim until it decides to exit and returns its exit code.
@@ -91,6 +97,9 @@ func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Sig
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		if st.expired && st.current == nil {
+			return s.finish(st, protocol.ReasonDeadline, 124, st.expireMsg)
+		}
 		s.startNext(st)
 		if st.current == nil && len(st.queue) == 0 && (st.exitAsked || (st.stdinEOF && s.cfg.ExitOnStdinEOF)) {
 			reason := protocol.ReasonExitCommand
@@ -100,6 +109,10 @@ func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Sig
 			return s.finish(st, reason, st.lastCode, "all queued work is done")
 		}
 		if reason, code, msg := s.due(st, time.Now()); reason != "" {
+			if reason == protocol.ReasonDeadline && !st.expired && st.current != nil && s.cfg.AfterTimeout > 0 {
+				s.expire(st, msg)
+				continue
+			}
 			return s.halt(st, reason, code, msg, s.cfg.Grace)
 		}
 		resetTimer(timer, s.nextWake(st, time.Now()))
@@ -220,11 +233,25 @@ func (s *Shim) cancel(st *loopState, grace time.Duration) {
 	if st.current == nil {
 		return
 	}
-	if st.current.cancel(false) {
-		if p := s.runner.running(); p != nil {
-			p.stop(grace, "cancelled by the client")
-		}
+	all := st.current.cancel(false)
+	s.runner.stopRunning(grace, "cancelled by the client", func(phase string) bool { return all || phase != "after" })
+}
+
+// expire acts on the deadline while a job runs: queued work is dropped, the
+// running main script is stopped (TERM, grace, KILL), and the job's
+// after-scripts still run, within the after-timeout budget counted from
+// now plus the grace. The loop exits with the deadline reason once the job
+// is done, or halts everything when the budget runs out.
+func (s *Shim) expire(st *loopState, msg string) {
+	s.log.Info("deadline reached; stopping the main scripts, the after-scripts still run", "after_timeout", s.cfg.AfterTimeout)
+	st.expired, st.expireMsg = true, msg
+	st.afterEnd = time.Now().Add(s.cfg.Grace + s.cfg.AfterTimeout)
+	for _, it := range st.queue {
+		it.setHalt(msg)
 	}
+	st.queue = nil
+	st.current.expire(msg)
+	s.runner.stopRunning(s.cfg.Grace, msg, func(phase string) bool { return phase != "after" })
 }
 
 func (s *Shim) ping(st *loopState, nonce string) {
@@ -270,7 +297,11 @@ func (s *Shim) finish(_ *loopState, reason string, code int, msg string) int {
 
 // due reports a deadline, TTL or idle timeout that has passed.
 func (s *Shim) due(st *loopState, now time.Time) (string, int, string) {
-	if !s.cfg.Deadline.IsZero() && !now.Before(s.cfg.Deadline) {
+	if st.expired {
+		if !now.Before(st.afterEnd) {
+			return protocol.ReasonDeadline, 124, fmt.Sprintf("%s; the after-scripts' budget (--after-timeout %s) ran out too", st.expireMsg, s.cfg.AfterTimeout)
+		}
+	} else if !s.cfg.Deadline.IsZero() && !now.Before(s.cfg.Deadline) {
 		return protocol.ReasonDeadline, 124, fmt.Sprintf("job deadline %s reached", s.cfg.Deadline.UTC().Format(time.RFC3339))
 	}
 	s.refreshTTL(st, false)
@@ -291,7 +322,11 @@ func (s *Shim) nextWake(st *loopState, now time.Time) time.Duration {
 			next = t
 		}
 	}
-	consider(s.cfg.Deadline)
+	if st.expired {
+		consider(st.afterEnd)
+	} else {
+		consider(s.cfg.Deadline)
+	}
 	consider(st.ttlAt)
 	if s.cfg.TTLFile != "" {
 		consider(st.ttlRead.Add(ttlRecheck))
