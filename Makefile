@@ -9,7 +9,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X github.com/tether-ci/tether/intern
 BIN := bin
 FUZZTIME ?= 20s
 
-.PHONY: all build test unit lint fuzz bench e2e demo images clean tools
+.PHONY: all build install test unit lint fuzz bench e2e demo images clean tools
 
 all: build
 
@@ -17,6 +17,14 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-shim ./cmd/shim
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether ./cmd/client
+
+# make install: tether and tether-shim side by side in GOBIN (default
+# $(go env GOPATH)/bin), where the local backend finds the shim next to tether.
+install:
+	@dest="$$($(GO) env GOBIN)"; [ -n "$$dest" ] || dest="$$($(GO) env GOPATH)/bin"; mkdir -p "$$dest"; \
+	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether-shim" ./cmd/shim && \
+	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether" ./cmd/client && \
+	  echo "installed $$dest/tether and $$dest/tether-shim"
 
 # make test: lint, then every unit, real-process and in-process attach test,
 # all under the race detector (the programs the tests run as processes are
