@@ -12,6 +12,9 @@
 //
 // StartJob prepares and starts one job container:
 //
+//  0. The job image and the helper image are pulled when the engine does
+//     not have them, as `docker run` does, with the pull's progress on
+//     Spec.Logger.
 //  1. The shim binary is copied out of the helper image through a created,
 //     never started container of it (GET /containers/{id}/archive), so the
 //     helper image needs no shell.

@@ -115,6 +115,15 @@ func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	images := []string{spec.Image}
+	if spec.ShimBinary == "" {
+		images = append(images, spec.HelperImage)
+	}
+	for _, ref := range images {
+		if err := c.ensureImage(ctx, ref, log); err != nil {
+			return nil, fmt.Errorf("start a job container: %w", err)
+		}
+	}
 	var shim []byte
 	var err error
 	if spec.ShimBinary != "" {
@@ -137,7 +146,9 @@ func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 	if err != nil && cfg.HostConfig.Ulimits == nil && strings.Contains(err.Error(), "rlimit") {
 		c.needUlimits.Store(true)
 		cfg.HostConfig.Ulimits = dockerengine.FallbackUlimits()
-		log.Info("the engine cannot apply its default resource limits; retrying with explicit ulimits",
+		// Known and harmless (rootful Podman without CAP_SYS_RESOURCE):
+		// not worth more than a debug line.
+		log.Debug("the engine cannot apply its default resource limits; retrying with explicit ulimits",
 			"error", err, "ulimits", fmt.Sprint(cfg.HostConfig.Ulimits))
 		id, err = c.createAndStart(ctx, spec.Name, cfg, archive)
 	}

@@ -87,9 +87,21 @@ func StartT(t testing.TB) *Engine {
 	return e
 }
 
+// Options tune StartWith.
+type Options struct {
+	// InsecureRegistries are registries ("127.0.0.1:PORT") the service
+	// pulls from over plain HTTP.
+	InsecureRegistries []string
+}
+
 // Start starts a private Podman service on a socket in a new temporary
 // directory and waits until it answers. Close stops it.
 func Start(ctx context.Context) (*Engine, error) {
+	return StartWith(ctx, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, opts Options) (*Engine, error) {
 	podman, err := exec.LookPath("podman")
 	if err != nil {
 		return nil, ErrNoPodman
@@ -120,7 +132,15 @@ func Start(ctx context.Context) (*Engine, error) {
 	if err := os.WriteFile(conf, []byte(containersConf), 0o644); err != nil {
 		return nil, fmt.Errorf("start podman service: %w", err)
 	}
-	e.env = append(os.Environ(), "CONTAINERS_CONF="+conf, "TMPDIR="+filepath.Join(dir, "tmp"))
+	var regs strings.Builder
+	for _, r := range opts.InsecureRegistries {
+		fmt.Fprintf(&regs, "[[registry]]\nlocation = %q\ninsecure = true\n\n", r)
+	}
+	regConf := filepath.Join(dir, "registries.conf")
+	if err := os.WriteFile(regConf, []byte(regs.String()), 0o644); err != nil {
+		return nil, fmt.Errorf("start podman service: %w", err)
+	}
+	e.env = append(os.Environ(), "CONTAINERS_CONF="+conf, "CONTAINERS_REGISTRIES_CONF="+regConf, "TMPDIR="+filepath.Join(dir, "tmp"))
 	logFile, err := os.Create(e.logf)
 	if err != nil {
 		return nil, fmt.Errorf("start podman service: %w", err)
