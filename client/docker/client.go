@@ -31,9 +31,11 @@ type Client struct {
 	needUlimits atomic.Bool
 }
 
-// NewClient returns a client for the engine at host, a "unix://PATH"
-// address. An empty host means DOCKER_HOST, or DefaultHost when that is
-// unset. NewClient does not contact the engine; Ping does.
+// NewClient returns a client for the engine at host ("unix://PATH" or
+// "tcp://HOST:PORT"). An empty host means the engine the docker CLI would
+// use: DOCKER_HOST (TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH), else
+// the current docker context, else DefaultHost. NewClient does not contact
+// the engine; Ping does.
 func NewClient(host string) (*Client, error) {
 	e, err := dockerengine.NewClient(host)
 	if err != nil {

@@ -6,9 +6,11 @@
 // The package talks to the engine with a small net/http client of its own
 // (API version 1.41, internal to this module, so not part of the API); it
 // has no Docker SDK dependency. NewClient finds
-// the socket in DOCKER_HOST (unix://PATH) or at /var/run/docker.sock; a
-// missing engine gives an error wrapping ErrNoEngine that says what to
-// install or start.
+// the engine as the docker CLI does: DOCKER_HOST (unix://PATH or
+// tcp://HOST:PORT, with TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH),
+// else the current docker context (DOCKER_CONTEXT, or currentContext in
+// ~/.docker/config.json), else /var/run/docker.sock; a missing engine gives
+// an error wrapping ErrNoEngine that says what to install or start.
 //
 // StartJob prepares and starts one job container:
 //

@@ -51,10 +51,12 @@ func TestNoEngine(t *testing.T) {
 	}
 }
 
-// TestHostSelection: DOCKER_HOST picks the socket, the default is
-// /var/run/docker.sock, and non-unix addresses are refused with advice.
+// TestHostSelection: DOCKER_HOST picks the engine, the default is
+// /var/run/docker.sock, and unsupported addresses are refused with advice.
 func TestHostSelection(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "")
+	t.Setenv("DOCKER_CONTEXT", "")
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	c, err := docker.NewClient("")
 	if err != nil || c.Host() != docker.DefaultHost {
 		t.Errorf("default host: %v, %v", c, err)
@@ -63,9 +65,12 @@ func TestHostSelection(t *testing.T) {
 	if c, err := docker.NewClient(""); err != nil || c.Host() != "unix:///run/podman/podman.sock" {
 		t.Errorf("DOCKER_HOST: %v, %v", c, err)
 	}
-	for _, h := range []string{"tcp://127.0.0.1:2375", "ssh://host", "unix://", "/var/run/docker.sock"} {
-		if _, err := docker.NewClient(h); err == nil || !strings.Contains(err.Error(), "unix") {
-			t.Errorf("NewClient(%q): %v, want an error about unix sockets", h, err)
+	if c, err := docker.NewClient("tcp://127.0.0.1:2375"); err != nil || c.Host() != "tcp://127.0.0.1:2375" {
+		t.Errorf("tcp host: %v, %v", c, err)
+	}
+	for _, h := range []string{"ssh://host", "unix://", "/var/run/docker.sock", "tcp://no-port"} {
+		if _, err := docker.NewClient(h); err == nil || !strings.Contains(err.Error(), "unix") || !strings.Contains(err.Error(), "tcp") {
+			t.Errorf("NewClient(%q): %v, want an error naming the supported unix:// and tcp:// forms", h, err)
 		}
 	}
 }

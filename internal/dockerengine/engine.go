@@ -7,6 +7,7 @@ package dockerengine
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,29 +31,41 @@ const DefaultHost = "unix:///var/run/docker.sock"
 // configured address (no socket, connection refused, permission denied).
 var ErrNoEngine = errors.New("no Docker Engine API")
 
-// Client is a minimal Docker Engine API client over a unix socket. It is
-// safe for concurrent use.
+// Client is a minimal Docker Engine API client over a unix socket or TCP
+// (optionally TLS). It is safe for concurrent use.
 type Client struct {
-	host   string // as given, for messages: unix:///path
-	socket string // the socket path
-	http   *http.Client
+	ep      Endpoint
+	network string // "unix" or "tcp"
+	addr    string // socket path or host:port
+	http    *http.Client
 }
 
-// NewClient returns a client for the engine at host, a "unix://PATH"
-// address. An empty host means DOCKER_HOST, or DefaultHost when that is
-// unset. NewClient does not contact the engine; Ping does.
+// NewClient returns a client for the engine at host ("unix://PATH" or
+// "tcp://HOST:PORT"). An empty host is resolved the way the docker CLI does
+// (see ResolveEndpoint). NewClient does not contact the engine; Ping does.
 func NewClient(host string) (*Client, error) {
-	if host == "" {
-		host = os.Getenv("DOCKER_HOST")
+	ep, err := ResolveEndpoint(host, os.Getenv)
+	if err != nil {
+		return nil, err
 	}
-	if host == "" {
-		host = DefaultHost
+	return NewClientFor(ep)
+}
+
+// NewClientFor returns a client for the endpoint ep.
+func NewClientFor(ep Endpoint) (*Client, error) {
+	network, addr, err := dialAddress(ep.Host)
+	if err != nil {
+		return nil, fmt.Errorf("%w (from %s)", err, ep.From)
 	}
-	path, ok := strings.CutPrefix(host, "unix://")
-	if !ok || path == "" {
-		return nil, fmt.Errorf("docker host %q is not supported: tether reaches the engine over a local unix socket; set DOCKER_HOST=unix:///path/to/docker.sock", host)
+	if ep.TLS != nil && network != "tcp" {
+		ep.TLS = nil // TLS applies to TCP endpoints only
 	}
-	c := &Client{host: host, socket: path}
+	if ep.TLS != nil && ep.TLS.ServerName == "" {
+		host, _, _ := net.SplitHostPort(addr)
+		ep.TLS = ep.TLS.Clone()
+		ep.TLS.ServerName = host
+	}
+	c := &Client{ep: ep, network: network, addr: addr}
 	c.http = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return c.dial(ctx)
@@ -63,19 +76,28 @@ func NewClient(host string) (*Client, error) {
 	return c, nil
 }
 
-// Host returns the engine address the client uses ("unix:///…").
-func (c *Client) Host() string { return c.host }
+// Host returns the engine address the client uses.
+func (c *Client) Host() string { return c.ep.Host }
 
 // Close releases idle connections.
 func (c *Client) Close() {
 	c.http.CloseIdleConnections()
 }
 
-// dial opens a connection to the engine socket; a missing or refusing
-// socket becomes an error wrapping ErrNoEngine that says what to do.
+// dial opens a connection to the engine (TLS-secured when configured); a
+// missing or refusing engine becomes an error wrapping ErrNoEngine that
+// says what to do.
 func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.socket)
+	conn, err := d.DialContext(ctx, c.network, c.addr)
+	if err == nil && c.ep.TLS != nil {
+		tc := tls.Client(conn, c.ep.TLS)
+		if err = tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("TLS handshake with the engine at %s (from %s): %w", c.ep.Host, c.ep.From, err)
+		}
+		return tc, nil
+	}
 	if err == nil {
 		return conn, nil
 	}
@@ -83,12 +105,12 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTSOCK):
 		return nil, fmt.Errorf("%w at %s (%w): install and start docker, or `apt-get install podman` and run "+
 			"`podman system service --time=0 unix:///run/podman/podman.sock` and set DOCKER_HOST=unix:///run/podman/podman.sock",
-			ErrNoEngine, c.host, err)
+			ErrNoEngine, c.ep.Host, err)
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		return nil, fmt.Errorf("%w at %s (%w): this user may not use the socket; join the group that owns it (usually docker) or use a socket you own",
-			ErrNoEngine, c.host, err)
+			ErrNoEngine, c.ep.Host, err)
 	}
-	return nil, fmt.Errorf("connect to the engine at %s: %w", c.host, err)
+	return nil, fmt.Errorf("connect to the engine at %s: %w", c.ep.Host, err)
 }
 
 // APIError is an error answer of the engine.
@@ -136,7 +158,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if errors.Is(err, ErrNoEngine) {
 			return nil, unwrapURLError(err)
 		}
-		return nil, fmt.Errorf("docker engine at %s: %s %s: %w", c.host, method, path, err)
+		return nil, fmt.Errorf("docker engine at %s: %s %s: %w", c.ep.Host, method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
