@@ -179,6 +179,7 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 		g := seconds(s.TerminationGracePeriod)
 		pod.Spec.TerminationGracePeriodSeconds = &g
 	}
+	applyShaping(s, pod)
 	return pod
 }
 

@@ -168,6 +168,45 @@ type Spec struct {
 	// seccomp or AppArmor profile, ...) makes Build fail. The init
 	// container passes the profile whether or not Restricted is set.
 	Restricted bool
+
+	// Pod shaping: the settings a production runner puts on its pods
+	// (applied by shaping.go).
+
+	// Resources are the build container's requests and limits. A namespace
+	// whose ResourceQuota covers cpu or memory rejects pods without them.
+	Resources corev1.ResourceRequirements
+	// InitResources are the init container's; when empty it gets the build
+	// container's Resources (a pod's effective request is the larger of its
+	// init containers' and the sum of its containers', so this costs no
+	// quota).
+	InitResources corev1.ResourceRequirements
+	// Tolerations let the pod run on tainted nodes (GPU or arm64 pools).
+	Tolerations []corev1.Toleration
+	// Affinity constrains or spreads where the pod is scheduled.
+	Affinity *corev1.Affinity
+	// ImagePullSecrets name the Secrets used to pull private images.
+	ImagePullSecrets []string
+	// Volumes are added to the pod and VolumeMounts to the build container
+	// (emptyDir, PVC, hostPath, ConfigMap, Secret, …). Their names must
+	// not be one of Tether's own volumes (tether, scripts, podinfo, tmp)
+	// and no mount may cover /tether.
+	Volumes      []corev1.Volume
+	VolumeMounts []corev1.VolumeMount
+	// PriorityClassName and RuntimeClassName are copied onto the pod.
+	PriorityClassName string
+	RuntimeClassName  string
+	// DNSPolicy and DNSConfig are copied onto the pod.
+	DNSPolicy corev1.DNSPolicy
+	DNSConfig *corev1.PodDNSConfig
+	// HostAliases are added to the pod's /etc/hosts.
+	HostAliases []corev1.HostAlias
+	// Services are sidecar containers (databases, caches, …) the job's
+	// scripts reach on localhost, each also under its aliases. They run as
+	// native sidecars (init containers with restartPolicy Always), so they
+	// start before the build container and never keep the pod alive: when
+	// the shim exits, the kubelet stops them and the pod ends. The job's
+	// exit code is always the scripts'.
+	Services []Service
 }
 
 var nameChars = regexp.MustCompile(`[^-._a-zA-Z0-9]+`)
@@ -225,6 +264,10 @@ func (s Spec) withDefaults() (Spec, error) {
 		}
 	}
 	var err error
+	s.Services = slices.Clone(s.Services)
+	if err := s.validateShaping(); err != nil {
+		return s, err
+	}
 	if s.PodSecurityContext, s.SecurityContext, err = s.securityDefaults(); err != nil {
 		return s, err
 	}

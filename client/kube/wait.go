@@ -158,7 +158,9 @@ func (w *waiter) assess(pod *corev1.Pod, now time.Time) (bool, error) {
 		return false, fmt.Errorf("pod %s is being deleted", name)
 	}
 	for _, c := range pod.Status.InitContainerStatuses {
-		if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
+		// Services run as restartable init containers: one that exits is
+		// restarted by the kubelet and is not the shim's copy failing.
+		if t := c.State.Terminated; t != nil && t.ExitCode != 0 && c.Name == InitContainer {
 			return false, fmt.Errorf("init container %s of pod %s failed with exit code %d (%s%s): does image %s carry /tether-shim?",
 				c.Name, name, t.ExitCode, t.Reason, message(t.Message), c.Image)
 		}

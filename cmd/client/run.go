@@ -55,6 +55,9 @@ type runFlags struct {
 	RunAsUser    uidFlag // --run-as-user: the build container's user ID
 	ReadOnlyRoot optBool // --read-only-root[=false]: read-only root filesystem (an emptyDir at /tmp)
 
+	// Pod shaping (run_shaping.go).
+	shapingFlags
+
 	// Logger is set by runCmd from the log flags.
 	Logger *slog.Logger
 }
@@ -93,6 +96,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Usage = func() {} // errors are reported by runCmd, --help prints usage
 
 	f.logFlags.register(fs)
+	registerShapingFlags(fs, &f.shapingFlags)
 	fs.BoolVar(&f.Local, "local", false, "run the shim as a local child process (no cluster)")
 	fs.BoolVar(&f.Docker, "docker", false, "run in a docker/podman container")
 	fs.Var(&f.After, "after", "after-`SCRIPT`, run even when a main script failed (repeatable)")
@@ -177,6 +181,12 @@ func (f *runFlags) validate(pos []string) error {
 		}
 	}
 	if err := f.validateSecurity(); err != nil {
+		return err
+	}
+	if f.shapingFlags.any() && (f.Local || f.Docker) {
+		return errors.New("the pod-shaping flags (--cpu, --memory, --requests, --limits, --node-selector, --toleration, --pull-secret, --service-account, --service, --volume, --label, --annotation) apply to Kubernetes pods only")
+	}
+	if err := f.shapingFlags.apply(&kube.Spec{}); err != nil {
 		return err
 	}
 	if f.Timeout < 0 || f.TTL < 0 || f.IdleTimeout < 0 || f.AfterTimeout < 0 {

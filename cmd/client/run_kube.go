@@ -64,6 +64,10 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 		spec.AfterTimeout = -1 // none: the flag's 0 means the after-scripts do not run after the timeout
 	}
 	f.applySecurity(&spec)
+	if err := f.shapingFlags.apply(&spec); err != nil {
+		log.Error("invalid pod-shaping flag", "err", err)
+		return exitUsage
+	}
 	objs, err := kube.Build(spec)
 	if err != nil {
 		log.Error("cannot build the pod", "err", err)

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// shapingFlags are the `tether run` flags that shape the job's pod
+// (Kubernetes only): resources, placement, pull secrets, service account,
+// services, volumes, labels and annotations.
+type shapingFlags struct {
+	CPU, Memory      string     // --cpu, --memory: requests = limits
+	Requests, Limits string     // --requests, --limits: cpu=…,memory=…
+	NodeSelector     stringList // --node-selector K=V
+	Tolerations      stringList // --toleration KEY[=VALUE][:EFFECT]
+	PullSecrets      stringList // --pull-secret NAME
+	ServiceAccount   string     // --service-account NAME
+	Services         stringList // --service IMAGE[=ALIAS[,ALIAS]]
+	Volumes          stringList // --volume KIND:…:PATH[:ro]
+	Labels           stringList // --label K=V
+	Annotations      stringList // --annotation K=V
+}
+
+// registerShapingFlags adds the pod-shaping flags to fs.
+func registerShapingFlags(fs *flag.FlagSet, f *shapingFlags) {
+	fs.StringVar(&f.CPU, "cpu", "", "CPU of the build container, as request and limit (e.g. 500m, 2) (Kubernetes)")
+	fs.StringVar(&f.Memory, "memory", "", "memory of the build container, as request and limit (e.g. 512Mi) (Kubernetes)")
+	fs.StringVar(&f.Requests, "requests", "", "resource requests of the build container, `cpu=…,memory=…` (over --cpu/--memory) (Kubernetes)")
+	fs.StringVar(&f.Limits, "limits", "", "resource limits of the build container, `cpu=…,memory=…` (over --cpu/--memory) (Kubernetes)")
+	fs.Var(&f.NodeSelector, "node-selector", "run on nodes with label `K=V` (repeatable) (Kubernetes)")
+	fs.Var(&f.Tolerations, "toleration", "tolerate a node taint: `KEY[=VALUE][:EFFECT]` (no VALUE: any value; EFFECT NoSchedule, PreferNoSchedule or NoExecute, none: all) (repeatable) (Kubernetes)")
+	fs.Var(&f.PullSecrets, "pull-secret", "image pull Secret `NAME` (repeatable) (Kubernetes)")
+	fs.StringVar(&f.ServiceAccount, "service-account", "", "run the pod as this service account (Kubernetes)")
+	fs.Var(&f.Services, "service", "a service sidecar `IMAGE[=ALIAS[,ALIAS…]]` the scripts reach on localhost and under its aliases (repeatable) (Kubernetes)")
+	fs.Var(&f.Volumes, "volume", "mount a volume in the build container: `pvc:CLAIM:PATH`, hostpath:HOSTPATH:PATH, emptydir:PATH, emptydir-memory:PATH, configmap:NAME:PATH or secret:NAME:PATH, each with an optional :ro (repeatable) (Kubernetes)")
+	fs.Var(&f.Labels, "label", "pod label `K=V` (repeatable) (Kubernetes)")
+	fs.Var(&f.Annotations, "annotation", "pod annotation `K=V` (repeatable) (Kubernetes)")
+}
+
+// any reports whether a pod-shaping flag was given.
+func (f *shapingFlags) any() bool {
+	return f.CPU != "" || f.Memory != "" || f.Requests != "" || f.Limits != "" || f.ServiceAccount != "" ||
+		len(f.NodeSelector)+len(f.Tolerations)+len(f.PullSecrets)+len(f.Services)+len(f.Volumes)+len(f.Labels)+len(f.Annotations) > 0
+}
+
+// apply parses the flags into spec. Every error names its flag.
+func (f *shapingFlags) apply(spec *kube.Spec) error {
+	var err error
+	if spec.Resources, err = f.resources(); err != nil {
+		return err
+	}
+	if spec.NodeSelector, err = keyValues("--node-selector", f.NodeSelector); err != nil {
+		return err
+	}
+	if spec.Labels, err = keyValues("--label", f.Labels); err != nil {
+		return err
+	}
+	if spec.Annotations, err = keyValues("--annotation", f.Annotations); err != nil {
+		return err
+	}
+	for _, t := range f.Tolerations {
+		tol, err := parseToleration(t)
+		if err != nil {
+			return err
+		}
+		spec.Tolerations = append(spec.Tolerations, tol)
+	}
+	spec.ImagePullSecrets = append(spec.ImagePullSecrets, f.PullSecrets...)
+	spec.ServiceAccountName = f.ServiceAccount
+	for _, s := range f.Services {
+		image, aliases, _ := strings.Cut(s, "=")
+		if image == "" {
+			return fmt.Errorf("--service %q: want IMAGE[=ALIAS[,ALIAS…]]", s)
+		}
+		svc := kube.Service{Image: image}
+		if aliases != "" {
+			svc.Aliases = strings.Split(aliases, ",")
+		}
+		spec.Services = append(spec.Services, svc)
+	}
+	for i, v := range f.Volumes {
+		vol, mount, err := parseVolume(i, v)
+		if err != nil {
+			return err
+		}
+		spec.Volumes = append(spec.Volumes, vol)
+		spec.VolumeMounts = append(spec.VolumeMounts, mount)
+	}
+	return nil
+}
+
+// resources returns the build container's requests and limits.
+func (f *shapingFlags) resources() (corev1.ResourceRequirements, error) {
+	var r corev1.ResourceRequirements
+	both := func(flagName, value string, name corev1.ResourceName) error {
+		if value == "" {
+			return nil
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return fmt.Errorf("%s %q is not a quantity (e.g. 500m, 2, 512Mi): %w", flagName, value, err)
+		}
+		if r.Requests == nil {
+			r.Requests, r.Limits = corev1.ResourceList{}, corev1.ResourceList{}
+		}
+		r.Requests[name], r.Limits[name] = q, q
+		return nil
+	}
+	if err := both("--cpu", f.CPU, corev1.ResourceCPU); err != nil {
+		return r, err
+	}
+	if err := both("--memory", f.Memory, corev1.ResourceMemory); err != nil {
+		return r, err
+	}
+	for _, x := range []struct {
+		flag, value string
+		into        *corev1.ResourceList
+	}{{"--requests", f.Requests, &r.Requests}, {"--limits", f.Limits, &r.Limits}} {
+		if x.value == "" {
+			continue
+		}
+		for _, kv := range strings.Split(x.value, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || v == "" {
+				return r, fmt.Errorf("%s %q: want NAME=QUANTITY[,NAME=QUANTITY…] (e.g. cpu=500m,memory=1Gi)", x.flag, x.value)
+			}
+			q, err := resource.ParseQuantity(v)
+			if err != nil {
+				return r, fmt.Errorf("%s: %s=%q is not a quantity: %w", x.flag, k, v, err)
+			}
+			if *x.into == nil {
+				*x.into = corev1.ResourceList{}
+			}
+			(*x.into)[corev1.ResourceName(k)] = q
+		}
+	}
+	for name, req := range r.Requests {
+		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
+			return r, fmt.Errorf("the %s request %s is more than its limit %s (--cpu/--memory, --requests, --limits)", name, req.String(), lim.String())
+		}
+	}
+	return r, nil
+}
+
+// keyValues parses repeatable K=V flags.
+func keyValues(flagName string, list []string) (map[string]string, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s %q: want KEY=VALUE", flagName, kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// parseToleration parses KEY[=VALUE][:EFFECT].
+func parseToleration(s string) (corev1.Toleration, error) {
+	var t corev1.Toleration
+	kv, effect, hasEffect := strings.Cut(s, ":")
+	key, value, hasValue := strings.Cut(kv, "=")
+	if key == "" {
+		return t, fmt.Errorf("--toleration %q: want KEY[=VALUE][:EFFECT]", s)
+	}
+	t.Key = key
+	t.Operator = corev1.TolerationOpExists
+	if hasValue {
+		t.Operator, t.Value = corev1.TolerationOpEqual, value
+	}
+	if hasEffect {
+		switch e := corev1.TaintEffect(effect); e {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+			t.Effect = e
+		default:
+			return t, fmt.Errorf("--toleration %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", s, effect)
+		}
+	}
+	return t, nil
+}
+
+// parseVolume parses KIND:…:PATH[:ro] into the i-th volume and its mount.
+func parseVolume(i int, s string) (corev1.Volume, corev1.VolumeMount, error) {
+	parts := strings.Split(s, ":")
+	readOnly := false
+	if len(parts) > 2 && parts[len(parts)-1] == "ro" {
+		readOnly, parts = true, parts[:len(parts)-1]
+	}
+	name := fmt.Sprintf("vol-%d", i)
+	vol := corev1.Volume{Name: name}
+	bad := func(want string) (corev1.Volume, corev1.VolumeMount, error) {
+		return vol, corev1.VolumeMount{}, fmt.Errorf("--volume %q: want %s", s, want)
+	}
+	var path string
+	switch kind := parts[0]; kind {
+	case "emptydir", "emptydir-memory":
+		if len(parts) != 2 {
+			return bad(kind + ":PATH[:ro]")
+		}
+		vol.EmptyDir = &corev1.EmptyDirVolumeSource{}
+		if kind == "emptydir-memory" {
+			vol.EmptyDir.Medium = corev1.StorageMediumMemory
+		}
+		path = parts[1]
+	case "pvc", "hostpath", "configmap", "secret":
+		if len(parts) != 3 || parts[1] == "" {
+			return bad(kind + ":SOURCE:PATH[:ro]")
+		}
+		src := parts[1]
+		switch kind {
+		case "pvc":
+			vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src, ReadOnly: readOnly}
+		case "hostpath":
+			if !strings.HasPrefix(src, "/") {
+				return bad("hostpath:/ABSOLUTE/HOST/PATH:PATH[:ro]")
+			}
+			vol.HostPath = &corev1.HostPathVolumeSource{Path: src}
+		case "configmap":
+			vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: src}}
+		case "secret":
+			vol.Secret = &corev1.SecretVolumeSource{SecretName: src}
+		}
+		path = parts[2]
+	default:
+		return bad("a kind of pvc, hostpath, emptydir, emptydir-memory, configmap or secret")
+	}
+	if !strings.HasPrefix(path, "/") {
+		return vol, corev1.VolumeMount{}, errors.New("--volume " + s + ": the mount path must be absolute")
+	}
+	return vol, corev1.VolumeMount{Name: name, MountPath: path, ReadOnly: readOnly}, nil
+}
