@@ -15,6 +15,11 @@ import (
 // writes it before every read that may block).
 const flushAt = 256 << 10
 
+// keepPending is the capacity of the pending-output buffer a session keeps
+// however slow its output: a bigger buffer is kept only while the writes
+// fill a good part of it.
+const keepPending = 64 << 10
+
 // read decodes one connection's records until the connection ends, the job
 // finishes, or something fatal happens.
 func (s *stream) read(c *connState) serveEnd {
@@ -124,7 +129,10 @@ func (s *stream) flush() error {
 		s.outErr = err
 		return err
 	}
-	if cap(s.pending) > 1<<20 {
+	// Keep the buffer for the next bulk write only while the writes are
+	// big: a job whose output slows down (or stops) holds no more than
+	// keepPending for it.
+	if c := cap(s.pending); c > keepPending && len(s.pending) < c/4 {
 		s.pending = nil
 	} else {
 		s.pending = s.pending[:0]

@@ -142,11 +142,17 @@ type Decoder struct {
 	// filled is set when a read filled the whole (empty) buffer: the
 	// stream is fast, and the buffer grows once it is empty again.
 	filled bool
+	// busy is set when a read since the buffer was last empty returned at
+	// least decoderBufSize/4 bytes. A big buffer that empties without it
+	// shrinks back (the stream slowed down), so an idle or slow connection
+	// holds the small buffer only.
+	busy bool
 }
 
 // decoderBufSize is the first read buffer; a fast stream's buffer grows to
-// decoderBigBufSize (fewer, bigger reads; the buffer is per connection, so
-// an idle or slow one keeps the small size).
+// decoderBigBufSize (fewer, bigger reads) and shrinks back when the stream
+// slows down (the buffer is per connection: an idle or slow one keeps the
+// small size).
 const (
 	decoderBufSize    = 4 * MaxRecord
 	decoderBigBufSize = 16 * MaxRecord
@@ -210,9 +216,13 @@ func (d *Decoder) Next() (Record, error) {
 func (d *Decoder) fill() {
 	if d.start == d.end {
 		d.start, d.end, d.scanned = 0, 0, 0
-		if d.filled && len(d.rbuf) < decoderBigBufSize {
+		switch {
+		case d.filled && len(d.rbuf) < decoderBigBufSize:
 			d.rbuf = make([]byte, decoderBigBufSize)
+		case !d.busy && len(d.rbuf) > decoderBufSize:
+			d.rbuf = make([]byte, decoderBufSize)
 		}
+		d.filled, d.busy = false, false
 	} else if d.end == len(d.rbuf) {
 		n := copy(d.rbuf, d.rbuf[d.start:d.end])
 		d.scanned -= d.start
@@ -226,6 +236,7 @@ func (d *Decoder) fill() {
 		}
 		d.end += n
 		d.filled = d.filled || n == len(d.rbuf)
+		d.busy = d.busy || n >= decoderBufSize/4
 		if err != nil {
 			d.err = err
 			return
