@@ -14,14 +14,16 @@ import (
 // relay hands the shim's stdout to the attached connection, which reads
 // it directly (no copy, no hand-off between goroutines), or to a discarding
 // reader while none is attached, as a real attach drops what is written
-// while nobody is connected. One reader at a time holds readMu; a reader
+// while nobody is connected. One reader at a time holds readTurn; a reader
 // that must stop (its connection was cut, or one was attached while the
-// discarding reader read) is woken by a read deadline in the past.
+// discarding reader read) is woken by a read deadline in the past. A
+// connection waiting for its turn gives up as soon as it is shut: the
+// discarding reader may hold the turn for as long as the shim is silent.
 type relay struct {
 	out  *os.File      // the shim's stdout, read end (pollable)
 	done chan struct{} // closed once out reached its end
 
-	readMu sync.Mutex // held while reading out
+	readTurn chan struct{} // holds a token while someone reads out
 
 	mu      sync.Mutex
 	changed *sync.Cond // signalled when cur or gone changes
@@ -32,6 +34,7 @@ type relay struct {
 func (r *relay) init(out *os.File, done chan struct{}) {
 	r.out, r.done = out, done
 	r.changed = sync.NewCond(&r.mu)
+	r.readTurn = make(chan struct{}, 1)
 }
 
 // wake interrupts the read in progress, if any.
@@ -63,7 +66,7 @@ func (r *relay) discard() {
 		if gone {
 			return
 		}
-		r.readMu.Lock()
+		r.readTurn <- struct{}{}
 		// Clear a stale deadline before checking who may read: a
 		// Connect after the check sets a new one and interrupts the read.
 		_ = r.out.SetReadDeadline(time.Time{})
@@ -74,7 +77,7 @@ func (r *relay) discard() {
 		if !attached {
 			_, err = r.out.Read(buf)
 		}
-		r.readMu.Unlock()
+		<-r.readTurn
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			r.setGone()
 			return
@@ -89,7 +92,7 @@ func (s *Shim) Connect(ctx context.Context) (client.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("connect to local shim: %w", err)
 	}
-	c := &conn{s: s}
+	c := &conn{s: s, shutC: make(chan struct{})}
 	s.mu.Lock()
 	if s.gone {
 		s.mu.Unlock()
@@ -136,8 +139,9 @@ func (s *Shim) detach(c *conn, err error) {
 type conn struct {
 	s *Shim
 
-	mu  sync.Mutex
-	err error // set once the connection is shut
+	mu    sync.Mutex
+	err   error         // set once the connection is shut
+	shutC chan struct{} // closed when err is set
 }
 
 func (c *conn) failed() error {
@@ -152,16 +156,20 @@ func (c *conn) Read(p []byte) (int, error) {
 		if err := c.failed(); err != nil {
 			return 0, err
 		}
-		r.readMu.Lock()
+		select {
+		case r.readTurn <- struct{}{}:
+		case <-c.shutC:
+			return 0, c.failed()
+		}
 		// Clear a stale deadline, then check: a shut after the check sets
 		// a new one and interrupts the read.
 		_ = r.out.SetReadDeadline(time.Time{})
 		if err := c.failed(); err != nil {
-			r.readMu.Unlock()
+			<-r.readTurn
 			return 0, err
 		}
 		n, err := r.out.Read(p)
-		r.readMu.Unlock()
+		<-r.readTurn
 		switch {
 		case n > 0:
 			return n, nil
@@ -199,6 +207,7 @@ func (c *conn) shut(err error) {
 	c.mu.Lock()
 	if c.err == nil {
 		c.err = err
+		close(c.shutC)
 	}
 	c.mu.Unlock()
 	c.s.wake()
