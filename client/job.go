@@ -22,6 +22,12 @@ type Job struct {
 	// After are the after-scripts' paths, run after the main scripts
 	// whether they failed or not (and after a cancel).
 	After []string
+	// Mask are secret values the shim replaces with [MASKED] in the job's
+	// output (and their URL-encoded forms) before it leaves the shim, so
+	// no client, spool file or pod log sees them. Each must be at least
+	// protocol.MinMaskLen (8) bytes. They travel in the job command only,
+	// never in a ConfigMap, Secret or log.
+	Mask []string
 }
 
 // newJobID returns a random job ID.

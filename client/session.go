@@ -36,7 +36,7 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 	if job.ID == "" {
 		job.ID = newJobID()
 	}
-	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After}
+	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After, Mask: job.Mask}
 	if err := cmd.Validate(); err != nil {
 		return Result{}, fmt.Errorf("client.Run: %w", err)
 	}

@@ -23,7 +23,12 @@ const (
 	CmdPing   CommandKind = "ping"   // prove the client is alive; answered by an alive record
 	CmdResume CommandKind = "resume" // replay records from an offset; answered by a resumed record
 	CmdExit   CommandKind = "exit"   // exit once everything queued has run
+	CmdMask   CommandKind = "mask"   // mask these values in all further script output
 )
+
+// MinMaskLen is the shortest value the shim masks: shorter values would
+// mask ordinary words and are too short to hide a secret safely.
+const MinMaskLen = 8
 
 // Reset is the byte that discards whatever precedes it on the current
 // command line. Clients start every command with it, so a half-written
@@ -54,6 +59,10 @@ type Command struct {
 	Nonce string `json:"nonce,omitempty"`
 	// From is the offset CmdResume replays from.
 	From int64 `json:"from,omitempty"`
+	// Mask are secret values (CmdMask, or CmdJob before it runs) the shim
+	// replaces with [MASKED] in every later script output, also
+	// URL-encoded; each at least MinMaskLen bytes.
+	Mask []string `json:"mask,omitempty"`
 	// GraceMS overrides the shim's grace period between TERM and KILL for
 	// CmdCancel, in milliseconds (0 keeps the default).
 	GraceMS int64 `json:"grace_ms,omitempty"`
@@ -110,11 +119,20 @@ func (c Command) Validate() error {
 		if c.From < 0 {
 			return fmt.Errorf("resume offset %d is negative", c.From)
 		}
+	case CmdMask:
+		if len(c.Mask) == 0 {
+			return errors.New(`mask command needs "mask" values`)
+		}
 	case CmdCancel, CmdPing, CmdExit:
 	case "":
 		return errors.New(`command has no "cmd"`)
 	default:
-		return fmt.Errorf("unknown command %q (known: run, job, cancel, ping, resume, exit)", c.Cmd)
+		return fmt.Errorf("unknown command %q (known: run, job, cancel, ping, resume, exit, mask)", c.Cmd)
+	}
+	for i, v := range c.Mask {
+		if len(v) < MinMaskLen {
+			return fmt.Errorf("mask value %d is %d bytes: values shorter than %d bytes are too short to mask safely", i, len(v), MinMaskLen)
+		}
 	}
 	if c.GraceMS < 0 {
 		return fmt.Errorf("grace_ms %d is negative", c.GraceMS)

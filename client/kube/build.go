@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,6 +114,9 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 		args = append(args, "--after-timeout="+s.AfterTimeout.String())
 	case s.AfterTimeout < 0:
 		args = append(args, "--after-timeout=0s")
+	}
+	if len(s.MaskEnv) > 0 {
+		args = append(args, "--mask-env="+strings.Join(s.MaskEnv, ","))
 	}
 	args = append(args, s.ShimArgs...)
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tether-ci/tether/internal/contract"
+	"github.com/tether-ci/tether/protocol"
 )
 
 // Labels and annotations Tether puts on what it creates.
@@ -129,6 +130,11 @@ type Spec struct {
 	// IdleTimeout makes the shim end itself when no script runs and no
 	// client pinged it for this long; 0 means never.
 	IdleTimeout time.Duration
+	// MaskEnv names Env variables whose values the shim replaces with
+	// [MASKED] in all script output (and URL-encoded), before the output
+	// leaves the pod: kubectl logs, the spool and every client see the
+	// masked text. Each value must be at least 8 bytes.
+	MaskEnv []string
 	// ShimArgs are extra tether-shim flags.
 	ShimArgs []string
 	// ServiceAccountName runs the pod as this service account ("" default).
@@ -270,6 +276,15 @@ func (s Spec) withDefaults() (Spec, error) {
 	}
 	if s.PodSecurityContext, s.SecurityContext, err = s.securityDefaults(); err != nil {
 		return s, err
+	}
+	for _, name := range s.MaskEnv {
+		v, ok := s.Env[name]
+		if !ok {
+			return s, fmt.Errorf("kube: MaskEnv names %s, which is not in Env", name)
+		}
+		if len(v) < protocol.MinMaskLen {
+			return s, fmt.Errorf("kube: masked variable %s is %d bytes: values shorter than %d bytes are too short to mask safely", name, len(v), protocol.MinMaskLen)
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if errs := validation.IsEnvVarName(k); len(errs) > 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/protocol"
 
 	"github.com/tether-ci/tether/internal/contract"
 )
@@ -44,11 +45,16 @@ type runFlags struct {
 	AfterTimeout time.Duration
 	TTL          time.Duration // --ttl: pod TTL annotation for `tether gc`; 0 = timeout + 15m
 	Env          stringList    // --env K=V (repeatable), validated
-	Kubeconfig   string        // --kubeconfig ("" = KUBECONFIG / ~/.kube/config / in-cluster)
-	Context      string        // --context: kubeconfig context
-	HelperImage  string        // --helper-image: image carrying tether-shim
-	Keep         bool          // --keep: do not delete the pod/container afterwards
-	IdleTimeout  time.Duration // --idle-timeout: the shim exits when idle and unpinged this long
+	// MaskEnv (--mask-env NAME, repeatable) names variables (from --env, else
+	// tether's environment) whose values the shim masks in the output.
+	MaskEnv stringList
+	// maskValues are MaskEnv's values, set by validate.
+	maskValues  []string
+	Kubeconfig  string        // --kubeconfig ("" = KUBECONFIG / ~/.kube/config / in-cluster)
+	Context     string        // --context: kubeconfig context
+	HelperImage string        // --helper-image: image carrying tether-shim
+	Keep        bool          // --keep: do not delete the pod/container afterwards
+	IdleTimeout time.Duration // --idle-timeout: the shim exits when idle and unpinged this long
 
 	// Kubernetes pod security (kube.Spec.Restricted and SecurityContext).
 	Restricted   bool    // --restricted: pass the Pod Security Standard "restricted"
@@ -108,6 +114,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.DurationVar(&f.AfterTimeout, "after-timeout", kube.DefaultAfterTimeout, "when --timeout stops the job, the after-scripts still run for at most this long (0 = they do not run then)")
 	fs.DurationVar(&f.TTL, "ttl", 0, "pod TTL after which tether gc deletes it (0 = timeout + 15m)")
 	fs.Var(&f.Env, "env", "job variable `K=V` (repeatable; names starting with TETHER_ are reserved for tether-shim)")
+	fs.Var(&f.MaskEnv, "mask-env", "replace the value of variable `NAME` (from --env, else tether's environment; at least 8 bytes) with [MASKED] in the job's output, also URL-encoded, before it leaves the shim (repeatable)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
 	fs.StringVar(&f.HelperImage, "helper-image", DefaultHelperImage, "image that carries tether-shim")
@@ -139,7 +146,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "%v", err)
 	}
 	f.Logger = log
-	job := client.Job{Scripts: f.Scripts, After: f.After}
+	job := client.Job{Scripts: f.Scripts, After: f.After, Mask: f.maskValues}
 	switch {
 	case f.Local:
 		return runLocal(ctx, &f, job, stdout, stderr)
@@ -179,6 +186,24 @@ func (f *runFlags) validate(pos []string) error {
 		if strings.HasPrefix(k, "TETHER_") {
 			return fmt.Errorf("--env %s: names starting with TETHER_ are reserved: they configure tether-shim", k)
 		}
+	}
+	for _, name := range f.MaskEnv {
+		v, ok := "", false
+		for _, kv := range f.Env {
+			if k, val, _ := strings.Cut(kv, "="); k == name {
+				v, ok = val, true
+			}
+		}
+		if !ok {
+			v, ok = os.LookupEnv(name)
+		}
+		if !ok {
+			return fmt.Errorf("--mask-env %s: no such variable in --env or the environment", name)
+		}
+		if len(v) < protocol.MinMaskLen {
+			return fmt.Errorf("--mask-env %s: the value is %d bytes; values shorter than %d bytes are too short to mask safely", name, len(v), protocol.MinMaskLen)
+		}
+		f.maskValues = append(f.maskValues, v)
 	}
 	if err := f.validateSecurity(); err != nil {
 		return err

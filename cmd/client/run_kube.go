@@ -94,6 +94,7 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 		return exitTether
 	}
 	log.Info("attaching", "pod", pod.Namespace+"/"+pod.Name, "container", pod.Container)
+	objs.Job.Mask = job.Mask // masked values travel in the job command only
 	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, client.Options{
 		Output:   stdout,
 		Events:   progress(log),

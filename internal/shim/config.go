@@ -53,6 +53,9 @@ type Config struct {
 	// more output already waits in the pipe; with nothing waiting it goes out
 	// at once.
 	FlushDelay time.Duration
+	// MaskEnv names environment variables whose values are masked in all
+	// script output (each at least protocol.MinMaskLen bytes).
+	MaskEnv []string
 	// Commands is a FIFO to read commands from instead of stdin ("" = stdin).
 	Commands string
 	// LogLevel is the level of diagnostics written to stderr.
@@ -78,6 +81,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer, no
 	created := fs.String("created", "", "RFC 3339 time the TTL counts from (default: shim start)")
 	onEOF := fs.String("on-stdin-eof", "exit", "what to do when stdin closes: exit (after queued work) or wait")
 	replay := fs.String("replay-bytes", "4194304", "memory replay window in bytes (used without --spool-dir)")
+	maskEnv := fs.String("mask-env", "", "comma-separated names of environment variables whose values are replaced with [MASKED] in all script output (also URL-encoded)")
 	logLevel := fs.String("log-level", "info", "diagnostics on stderr: debug, info, warn, error")
 	fs.StringVar(&cfg.Shell, "shell", "", "shell that runs each script (default: bash if found, else sh)")
 	fs.DurationVar(&cfg.Grace, "grace", contract.DefaultGraceSeconds*time.Second, "time between SIGTERM and SIGKILL when a script is stopped")
@@ -150,6 +154,11 @@ Every flag can also be set with the environment variable shown in brackets.
 	for name, d := range map[string]time.Duration{"grace": cfg.Grace, "after-timeout": cfg.AfterTimeout, "idle-timeout": cfg.IdleTimeout, "drain-timeout": cfg.DrainTimeout, "flush-delay": cfg.FlushDelay} {
 		if d < 0 {
 			return nil, fmt.Errorf("--%s %v is negative", name, d)
+		}
+	}
+	for _, name := range strings.Split(*maskEnv, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			cfg.MaskEnv = append(cfg.MaskEnv, name)
 		}
 	}
 	if cfg.FlushDelay == 0 {

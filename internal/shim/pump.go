@@ -57,9 +57,16 @@ func growPipe(f *os.File) {
 // within a read's latency; only while more bytes are already waiting is an
 // unfinished last line held back to be joined with them, for at most delay
 // (the cap for a writer that never stops mid-line) or until it grew to
-// flushSize. Complete lines never wait. Once a read fills the buffer, the
+// flushSize. Complete lines never wait. With masked values, output passes
+// through a maskStream first (see mask.go). Once a read fills the buffer, the
 // buffer and the pipe grow for the rest of the output.
-func pump(f *os.File, em *emitter, delay time.Duration) {
+func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
+	emit := em.Output
+	if masked != nil {
+		ms := &maskStream{set: masked, emit: em.Output}
+		emit = ms.write
+		defer ms.flush()
+	}
 	buf := make([]byte, pumpBufSize)
 	held := 0             // buf[:held] is an unfinished line, shorter than flushSize
 	var flushAt time.Time // when the held bytes must go out
@@ -97,10 +104,10 @@ func pump(f *os.File, em *emitter, delay time.Duration) {
 			case !deadlines || tail == 0 || tail >= flushSize || waiting() == 0:
 				// Nothing unfinished, too much of it, or nothing more
 				// to wait for: everything goes out now.
-				em.Output(data)
+				emit(data)
 				held = 0
 			case last >= 0:
-				em.Output(data[:last+1])
+				emit(data[:last+1])
 				held = copy(buf, data[last+1:])
 				flushAt = time.Now().Add(delay)
 				deadlineSet = false
@@ -113,13 +120,13 @@ func pump(f *os.File, em *emitter, delay time.Duration) {
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				em.Output(buf[:held])
+				emit(buf[:held])
 				held = 0
 				continue
 			}
 			// io.EOF, EIO from a pty, or the file closed by a drain timeout.
 			if held > 0 {
-				em.Output(buf[:held])
+				emit(buf[:held])
 			}
 			if !errors.Is(err, io.EOF) && !isPtyEOF(err) && !errors.Is(err, os.ErrClosed) {
 				em.log.Warn("reading script output failed", "err", err)

@@ -26,6 +26,9 @@ type runner struct {
 	// that configured the shim.
 	env []string
 
+	// masks are the values masked in script output.
+	masks *masks
+
 	mu      sync.Mutex
 	current *process
 	devnull *os.File // every script's stdin, opened once
@@ -185,7 +188,7 @@ func (r *runner) exec(script, phase string, stopped func() string) protocol.Stat
 
 	pumped := make(chan struct{})
 	go func() {
-		pump(out, r.em, r.cfg.FlushDelay)
+		pump(out, r.em, r.cfg.FlushDelay, r.masks.current())
 		close(pumped)
 	}()
 	exit := <-exited

@@ -47,7 +47,12 @@ func New(cfg *Config, rp *reaper.Reaper, stdout io.Writer, log *slog.Logger) (*S
 		}
 		log.Warn("no shell found; every script will fail", "err", err)
 	}
-	s.runner = &runner{cfg: cfg, shell: shell, reaper: rp, em: s.em, log: log, env: scriptEnv(os.Environ(), cfg.EnvNames)}
+	s.runner = &runner{cfg: cfg, shell: shell, reaper: rp, em: s.em, log: log, env: scriptEnv(os.Environ(), cfg.EnvNames), masks: &masks{}}
+	values, err := maskEnvValues(cfg.MaskEnv, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	s.runner.masks.add(values)
 	return s, nil
 }
 
@@ -177,7 +182,7 @@ func (s *Shim) handle(st *loopState, ev commandEvent) (string, int, string) {
 	var ce *protocol.CommandError
 	switch {
 	case errors.As(ev.err, &ce):
-		s.em.Record(protocol.TypeError, protocol.ErrorRecord{Error: ce.Error(), Input: ce.Input})
+		s.em.Record(protocol.TypeError, protocol.ErrorRecord{Error: ce.Error(), Input: redactMasks(ce.Input)})
 		return "", 0, ""
 	case errors.Is(ev.err, io.EOF):
 		st.stdinEOF = true
@@ -193,7 +198,10 @@ func (s *Shim) handle(st *loopState, ev commandEvent) (string, int, string) {
 	switch c.Cmd {
 	case protocol.CmdRun:
 		st.queue = append(st.queue, &item{cmd: c})
+	case protocol.CmdMask:
+		s.runner.masks.add(c.Mask)
 	case protocol.CmdJob:
+		s.runner.masks.add(c.Mask)
 		if c.ID != "" && st.seenJobs[c.ID] {
 			s.log.Debug("ignoring a job that was already received", "job", c.ID)
 			return "", 0, ""
