@@ -80,6 +80,15 @@ func (c *connState) send(cmd protocol.Command) {
 	}
 }
 
+// sendLines queues encoded command lines to go out in one write.
+func (c *connState) sendLines(lines []byte, kind protocol.CommandKind) {
+	select {
+	case c.sendq <- outMsg{line: lines, kind: kind}:
+	default:
+		c.closeWith(fmt.Errorf("the shim's stdin does not accept commands (%s command not sent)", kind))
+	}
+}
+
 // writeLoop writes queued commands to the connection.
 func (c *connState) writeLoop() {
 	defer close(c.writerDone)
@@ -132,7 +141,7 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 	c.lastRead.Store(start.UnixNano())
 	c.send(protocol.Command{Cmd: protocol.CmdResume, From: s.st.next, Nonce: c.nonce})
 	if s.job != nil && !s.st.jobSeen {
-		c.send(*s.job)
+		c.sendLines(s.jobLine, protocol.CmdJob)
 		s.submitted = true
 	}
 	if s.job == nil {

@@ -28,6 +28,9 @@ type Job struct {
 	// protocol.MinMaskLen (8) bytes. They travel in the job command only,
 	// never in a ConfigMap, Secret or log.
 	Mask []string
+	// Files are delivered to the shim over the stream before the job's
+	// scripts run, and deleted once the job ended (see File).
+	Files []File
 }
 
 // newJobID returns a random job ID.

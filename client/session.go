@@ -37,14 +37,27 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 		job.ID = newJobID()
 	}
 	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After, Mask: job.Mask}
+	var files []protocol.Command
+	for _, f := range job.Files {
+		fc, err := fileCommands(f)
+		if err != nil {
+			return Result{}, fmt.Errorf("client.Run: %w", err)
+		}
+		files = append(files, fc...)
+		cmd.Remove = append(cmd.Remove, f.Path)
+	}
 	if err := cmd.Validate(); err != nil {
+		return Result{}, fmt.Errorf("client.Run: %w", err)
+	}
+	jobLine, err := jobLines(files, cmd)
+	if err != nil {
 		return Result{}, fmt.Errorf("client.Run: %w", err)
 	}
 	s, err := newSession(t, opts)
 	if err != nil {
 		return Result{}, err
 	}
-	s.job, s.st.job = &cmd, &cmd
+	s.job, s.st.job, s.jobLine = &cmd, &cmd, jobLine
 	return s.run(ctx)
 }
 
@@ -80,6 +93,9 @@ type session struct {
 	opts Options
 	log  *slog.Logger
 	job  *protocol.Command // nil for Attach
+	// jobLine is the job's files and job command, encoded: what every
+	// connection sends until the shim saw the job.
+	jobLine []byte
 
 	st *stream // see above
 

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +25,12 @@ const (
 	CmdResume CommandKind = "resume" // replay records from an offset; answered by a resumed record
 	CmdExit   CommandKind = "exit"   // exit once everything queued has run
 	CmdMask   CommandKind = "mask"   // mask these values in all further script output
+	CmdFile   CommandKind = "file"   // write (a chunk of) a file into the shim's --files-dir
 )
+
+// MaxFileChunk is the most file content one file command carries (before
+// base64): with the JSON around it the command stays within MaxCommand.
+const MaxFileChunk = 44 * 1024
 
 // MinMaskLen is the shortest value the shim masks: shorter values would
 // mask ordinary words and are too short to hide a secret safely.
@@ -63,6 +69,22 @@ type Command struct {
 	// replaces with [MASKED] in every later script output, also
 	// URL-encoded; each at least MinMaskLen bytes.
 	Mask []string `json:"mask,omitempty"`
+	// Path is the file a CmdFile writes (absolute, inside the shim's
+	// --files-dir).
+	Path string `json:"path,omitempty"`
+	// Data is a CmdFile's chunk, base64 (standard encoding), at most
+	// MaxFileChunk bytes decoded.
+	Data string `json:"data,omitempty"`
+	// Offset is where a CmdFile's chunk starts in the file: 0 starts the
+	// file afresh, each later chunk must start where the previous ended.
+	Offset int64 `json:"offset,omitempty"`
+	// SHA256 (hex) marks a CmdFile's last chunk: the shim checks the whole
+	// content against it, then moves the file into place atomically.
+	SHA256 string `json:"sha256,omitempty"`
+	// Mode is the file's permission bits (default 0700).
+	Mode uint32 `json:"mode,omitempty"`
+	// Remove are files (inside --files-dir) a CmdJob deletes once it ended.
+	Remove []string `json:"remove,omitempty"`
 	// GraceMS overrides the shim's grace period between TERM and KILL for
 	// CmdCancel, in milliseconds (0 keeps the default).
 	GraceMS int64 `json:"grace_ms,omitempty"`
@@ -119,6 +141,22 @@ func (c Command) Validate() error {
 		if c.From < 0 {
 			return fmt.Errorf("resume offset %d is negative", c.From)
 		}
+	case CmdFile:
+		if c.Path == "" || !strings.HasPrefix(c.Path, "/") {
+			return fmt.Errorf(`file command needs an absolute "path", got %q`, c.Path)
+		}
+		if c.Offset < 0 {
+			return fmt.Errorf("file offset %d is negative", c.Offset)
+		}
+		if len(c.Data) > base64.StdEncoding.EncodedLen(MaxFileChunk) {
+			return fmt.Errorf("file chunk of %d base64 bytes is larger than %d bytes decoded", len(c.Data), MaxFileChunk)
+		}
+		if c.SHA256 != "" && len(c.SHA256) != 64 {
+			return fmt.Errorf("file sha256 %q is not 64 hex digits", c.SHA256)
+		}
+		if c.Mode > 0o777 {
+			return fmt.Errorf("file mode %o has bits beyond 0777", c.Mode)
+		}
 	case CmdMask:
 		if len(c.Mask) == 0 {
 			return errors.New(`mask command needs "mask" values`)
@@ -127,7 +165,7 @@ func (c Command) Validate() error {
 	case "":
 		return errors.New(`command has no "cmd"`)
 	default:
-		return fmt.Errorf("unknown command %q (known: run, job, cancel, ping, resume, exit, mask)", c.Cmd)
+		return fmt.Errorf("unknown command %q (known: run, job, cancel, ping, resume, exit, mask, file)", c.Cmd)
 	}
 	for i, v := range c.Mask {
 		if len(v) < MinMaskLen {

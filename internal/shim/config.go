@@ -53,6 +53,8 @@ type Config struct {
 	// more output already waits in the pipe; with nothing waiting it goes out
 	// at once.
 	FlushDelay time.Duration
+	// FilesDir is where file commands may write ("" = they are refused).
+	FilesDir string
 	// MaskEnv names environment variables whose values are masked in all
 	// script output (each at least protocol.MinMaskLen bytes).
 	MaskEnv []string
@@ -92,6 +94,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer, no
 	fs.BoolVar(&cfg.KillLeftovers, "kill-leftovers", false, "SIGKILL a finished script's process group after the drain")
 	fs.BoolVar(&cfg.TTY, "tty", false, "run scripts under a raw pseudo-terminal")
 	fs.StringVar(&cfg.SpoolDir, "spool-dir", "", "keep the whole record stream in DIR/records for replay (default: memory window)")
+	fs.StringVar(&cfg.FilesDir, "files-dir", "", "directory the file command may write scripts into (a memory-backed volume in a pod; empty = the file command is refused)")
 	fs.StringVar(&cfg.Commands, "commands", "", "read commands from this FIFO (created if missing, opened read-write so writers may come and go) instead of stdin")
 	fs.DurationVar(&cfg.FlushDelay, "flush-delay", 20*time.Millisecond, "longest an unfinished output line is held back to be joined with output already waiting in the pipe (a line with nothing after it goes out at once)")
 	fs.Usage = func() {

@@ -171,13 +171,18 @@ func maskEnvValues(names []string, getenv func(string) string) ([]string, error)
 // a command carrying mask values is echoed without them.
 func redactMasks(input string) string {
 	var c protocol.Command
-	if json.Unmarshal([]byte(input), &c) != nil || len(c.Mask) == 0 {
-		if strings.Contains(input, `"mask"`) {
+	if json.Unmarshal([]byte(input), &c) != nil || len(c.Mask)+len(c.Data) == 0 {
+		if strings.Contains(input, `"mask"`) || strings.Contains(input, `"data"`) {
 			return "(not echoed: the command may carry masked values)"
 		}
 		return input
 	}
-	c.Mask = []string{"(not echoed)"}
+	if len(c.Mask) > 0 {
+		c.Mask = []string{"(not echoed)"}
+	}
+	if c.Data != "" {
+		c.Data = "(not echoed)"
+	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return "(not echoed: the command may carry masked values)"

@@ -127,6 +127,9 @@ func (s *Shim) execute(it *item) int {
 	if done.Cancelled && done.ExitCode == 0 {
 		done.ExitCode = 128 + int(syscall.SIGTERM)
 	}
+	for _, err := range removeFiles(s.cfg.FilesDir, c.Remove) {
+		s.log.Warn("cannot remove a delivered file after its job", "err", err)
+	}
 	if it.halted() {
 		return done.ExitCode
 	}

@@ -20,6 +20,7 @@ import (
 // Shim is one serving tether-shim.
 type Shim struct {
 	cfg    *Config
+	files  fileSink
 	log    *slog.Logger
 	em     *emitter
 	store  replayStore
@@ -38,7 +39,7 @@ func New(cfg *Config, rp *reaper.Reaper, stdout io.Writer, log *slog.Logger) (*S
 		}
 		store = fs
 	}
-	s := &Shim{cfg: cfg, log: log, store: store, reaper: rp}
+	s := &Shim{cfg: cfg, log: log, store: store, reaper: rp, files: fileSink{dir: cfg.FilesDir}}
 	s.em = newEmitter(stdout, store, log)
 	shell, err := findShell(cfg.Shell)
 	if err != nil {
@@ -200,6 +201,10 @@ func (s *Shim) handle(st *loopState, ev commandEvent) (string, int, string) {
 		st.queue = append(st.queue, &item{cmd: c})
 	case protocol.CmdMask:
 		s.runner.masks.add(c.Mask)
+	case protocol.CmdFile:
+		if err := s.files.write(c); err != nil {
+			s.em.Record(protocol.TypeError, protocol.ErrorRecord{Error: err.Error(), Input: "file " + c.Path})
+		}
 	case protocol.CmdJob:
 		s.runner.masks.add(c.Mask)
 		if c.ID != "" && st.seenJobs[c.ID] {
