@@ -73,6 +73,12 @@ type Options struct {
 	// CancelTimeout is how long the session waits for the job's result after
 	// sending cancel. Default 60s.
 	CancelTimeout time.Duration
+	// From is the stream offset Run starts reading at: 0 (the default)
+	// for a fresh shim; for a job submitted to a shim that already ran
+	// others (a pod serving a GitLab job's stages), the stream's end as
+	// the previous session's Result.Offset or StreamEnd reports it, so
+	// their records are not replayed. Attach takes its own offset.
+	From int64
 	// ExitShim makes the session send the exit command once the job's result
 	// arrived, and wait briefly for the shim's final record.
 	ExitShim bool

@@ -57,7 +57,11 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
+	if opts.From < 0 {
+		return Result{}, fmt.Errorf("client.Run: Options.From %d is negative", opts.From)
+	}
 	s.job, s.st.job, s.jobLine = &cmd, &cmd, jobLine
+	s.st.next = opts.From
 	return s.run(ctx)
 }
 

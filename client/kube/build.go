@@ -18,7 +18,8 @@ import (
 // it owns. Job is the job to send to the shim, with the scripts' paths as
 // the pod sees them.
 type Objects struct {
-	Pod       *corev1.Pod
+	Pod *corev1.Pod
+	// ConfigMap holds the scripts; nil for a Spec.Serve pod.
 	ConfigMap *corev1.ConfigMap
 	// Secret is nil when the job has no variables.
 	Secret *corev1.Secret
@@ -65,7 +66,9 @@ func Build(spec Spec) (*Objects, error) {
 		return nil, fmt.Errorf("kube: the scripts total %d bytes, more than the %d bytes a ConfigMap holds: "+
 			"make them smaller (e.g. move large content into the image or fetch it in the script)", total, MaxObjectData)
 	}
-	objs.ConfigMap = cm
+	if !s.Serve {
+		objs.ConfigMap = cm
+	}
 
 	if len(s.Env) > 0 {
 		sec := &corev1.Secret{ObjectMeta: meta(s.Name + "-env"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{}}
@@ -102,6 +105,7 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	args := []string{
 		"--spool-dir=" + SpoolDir,
 		"--ttl-file=" + PodInfoDir + "/annotations",
+		"--files-dir=" + FilesDir,
 	}
 	if s.Timeout > 0 {
 		args = append(args, "--deadline="+strconv.FormatInt(seconds(s.Timeout), 10))
@@ -123,10 +127,7 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	scriptMode := int32(0o755)
 	volumes := []corev1.Volume{
 		{Name: "tether", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: objs.ConfigMap.Name},
-			DefaultMode:          &scriptMode,
-		}}},
+		{Name: "files", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 		{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 			Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}},
 		}}},
@@ -142,11 +143,18 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 		TTY:             false,
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "tether", MountPath: "/tether"},
-			{Name: "scripts", MountPath: ScriptsDir, ReadOnly: true},
+			{Name: "files", MountPath: FilesDir},
 			{Name: "podinfo", MountPath: PodInfoDir, ReadOnly: true},
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          s.SecurityContext,
+	}
+	if objs.ConfigMap != nil {
+		volumes = append(volumes, corev1.Volume{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: objs.ConfigMap.Name},
+			DefaultMode:          &scriptMode,
+		}}})
+		build.VolumeMounts = append(build.VolumeMounts, corev1.VolumeMount{Name: "scripts", MountPath: ScriptsDir, ReadOnly: true})
 	}
 	if readOnlyRoot(s.SecurityContext) {
 		volumes = append(volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})

@@ -82,10 +82,12 @@ func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *sl
 		}
 		return nil, err
 	}
-	cm := objs.ConfigMap.DeepCopy()
-	ownedBy(&cm.ObjectMeta, pod.Name, pod.UID)
-	if _, err := cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		return fail("ConfigMap "+cm.Name, err)
+	if objs.ConfigMap != nil {
+		cm := objs.ConfigMap.DeepCopy()
+		ownedBy(&cm.ObjectMeta, pod.Name, pod.UID)
+		if _, err := cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return fail("ConfigMap "+cm.Name, err)
+		}
 	}
 	if objs.Secret != nil {
 		sec := objs.Secret.DeepCopy()

@@ -30,7 +30,7 @@ type Service struct {
 }
 
 // reservedVolumes are the volume names Tether's pod layout uses.
-var reservedVolumes = []string{"tether", "scripts", "podinfo", "tmp"}
+var reservedVolumes = []string{"tether", "scripts", "files", "podinfo", "tmp"}
 
 // validateShaping checks the pod-shaping fields and fills in service names.
 func (s *Spec) validateShaping() error {

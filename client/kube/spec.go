@@ -50,6 +50,9 @@ const (
 	InitMountPath = "/mnt/tether"
 	// SpoolDir keeps the shim's whole record stream for resume.
 	SpoolDir = "/tether/spool"
+	// FilesDir is the memory-backed volume the file command writes into
+	// (tether-shim --files-dir).
+	FilesDir = "/tether/files"
 	// PodInfoDir is the downward-API volume with the pod's annotations.
 	PodInfoDir = "/tether/podinfo"
 )
@@ -106,6 +109,11 @@ type Spec struct {
 	PullPolicy corev1.PullPolicy
 	// Scripts are the main scripts, After the after-scripts.
 	Scripts, After []Script
+	// Serve makes a pod without scripts: its jobs deliver their scripts
+	// over the attach stream (client.Job.Files) into FilesDir, a
+	// memory-backed volume, so nothing of them is stored in the cluster.
+	// No ConfigMap is created. (Every pod has FilesDir.)
+	Serve bool
 	// Env are the job's variables, delivered in a Secret via envFrom. Names
 	// starting with ShimEnvPrefix are refused: the build container's
 	// environment configures tether-shim.
@@ -232,8 +240,11 @@ func (s Spec) withDefaults() (Spec, error) {
 	if s.Image == "" {
 		return s, errors.New("kube: Spec.Image is required (the build container's image)")
 	}
-	if len(s.Scripts)+len(s.After) == 0 {
-		return s, errors.New("kube: the job has no scripts")
+	if len(s.Scripts)+len(s.After) == 0 && !s.Serve {
+		return s, errors.New("kube: the job has no scripts (set Spec.Serve for a pod whose scripts arrive over the stream)")
+	}
+	if s.Serve && len(s.Scripts)+len(s.After) > 0 {
+		return s, errors.New("kube: Spec.Serve pods take their scripts over the stream (client.Job.Files), not in Spec.Scripts")
 	}
 	if s.Timeout < 0 || s.TTL < 0 || s.IdleTimeout < 0 || s.DeadlineMargin < 0 {
 		return s, errors.New("kube: Timeout, TTL, IdleTimeout and DeadlineMargin must not be negative")

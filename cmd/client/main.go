@@ -38,6 +38,8 @@ Usage:
   tether run [flags] SCRIPT...     run a job (local child process, Kubernetes pod or container)
   tether attach [flags] POD        follow a job from a new process (runner restarted)
   tether gc [flags]                delete expired pods and orphaned resources
+  tether gitlab config|prepare|run SCRIPT STAGE|cleanup
+                                   the GitLab Runner Custom executor driver
   tether version                   print the version
   tether help [COMMAND]            show help
 
@@ -61,6 +63,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return attachCmd(ctx, rest, stdout, stderr)
 	case "gc":
 		return gcCmd(ctx, rest, stdout, stderr)
+	case "gitlab":
+		return gitlabCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "tether %s (protocol %d)\n", version.Version, protocol.Version)
 		return 0

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitlabCLI runs `tether gitlab ARGS` with the runner's variables env.
+func gitlabCLI(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "tether"), append([]string{"gitlab"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "SYSTEM_FAILURE_EXIT_CODE=42", "BUILD_FAILURE_EXIT_CODE=41", "CUSTOM_ENV_CI_JOB_ID=5", "CUSTOM_ENV_CI_RUNNER_ID=3"}, env...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestGitLabConfigPrintsTheDriverJSON(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tether.yaml")
+	os.WriteFile(cfg, []byte("builds-dir: /work/builds\nnamespace: ci\n"), 0o600)
+	out, errb, code := gitlabCLI(t, dir, []string{"TETHER_CONFIG=" + cfg}, "config")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var got struct {
+		BuildsDir string `json:"builds_dir"`
+		Hostname  string `json:"hostname"`
+		Shell     string `json:"shell"`
+		Shared    *bool  `json:"builds_dir_is_shared"`
+		Driver    struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.BuildsDir != "/work/builds" || got.Hostname != "tether-gitlab-r3-j5" || got.Shell != "bash" || got.Shared == nil || *got.Shared || got.Driver.Name != "tether" {
+		t.Fatalf("%+v", got)
+	}
+}
+
+// Bad input is a system failure with a message saying what is wrong.
+func TestGitLabBadInput(t *testing.T) {
+	dir := t.TempDir()
+	noImage := filepath.Join(dir, "job.json")
+	os.WriteFile(noImage, []byte(`{"id": 5, "image": {"name": ""}}`), 0o600)
+	badCfg := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badCfg, []byte("namespaces: ci\n"), 0o600)
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"prepare"}, "JOB_RESPONSE_FILE is not set"},
+		{[]string{"JOB_RESPONSE_FILE=" + filepath.Join(dir, "missing.json")}, []string{"prepare"}, "read the job response"},
+		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"prepare"}, "names no image and the driver config sets no default"},
+		{nil, []string{"config", "--config", filepath.Join(dir, "nope.yaml")}, "read the driver config"},
+		{nil, []string{"config", "--config", badCfg}, `unknown field "namespaces"`},
+		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"run", filepath.Join(dir, "no-script"), "build_script"}, "the stage script"},
+		{nil, []string{"run", "only-one-arg"}, "want 2 arguments"},
+		{nil, []string{"explode"}, `unknown command "explode"`},
+	} {
+		out, errb, code := gitlabCLI(t, dir, tc.env, tc.args...)
+		if code != 42 || !strings.Contains(out+errb, tc.want) {
+			t.Errorf("%v: exit %d, output %q %q; want 42 and %q", tc.args, code, out, errb, tc.want)
+		}
+	}
+}
