@@ -31,6 +31,10 @@ type Job struct {
 	// Files are delivered to the shim over the stream before the job's
 	// scripts run, and deleted once the job ended (see File).
 	Files []File
+	// Shell, an absolute path in the container, runs every script of the
+	// job whatever its "#!" line says; "" lets the shim choose (a script's
+	// "#!" interpreter, else its default shell).
+	Shell string
 }
 
 // newJobID returns a random job ID.

@@ -36,7 +36,7 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 	if job.ID == "" {
 		job.ID = newJobID()
 	}
-	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After, Mask: job.Mask}
+	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After, Mask: job.Mask, Shell: job.Shell}
 	var files []protocol.Command
 	for _, f := range job.Files {
 		fc, err := fileCommands(f)

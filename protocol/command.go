@@ -85,6 +85,11 @@ type Command struct {
 	Mode uint32 `json:"mode,omitempty"`
 	// Remove are files (inside --files-dir) a CmdJob deletes once it ended.
 	Remove []string `json:"remove,omitempty"`
+	// Shell runs every script of a CmdJob or CmdRun (an absolute path in
+	// the container), whatever their "#!" line says; "" keeps the shim's
+	// choice (its --shell, else the script's "#!" interpreter, else its
+	// default shell).
+	Shell string `json:"shell,omitempty"`
 	// GraceMS overrides the shim's grace period between TERM and KILL for
 	// CmdCancel, in milliseconds (0 keeps the default).
 	GraceMS int64 `json:"grace_ms,omitempty"`
@@ -172,6 +177,9 @@ func (c Command) Validate() error {
 			return fmt.Errorf("mask value %d is %d bytes: values shorter than %d bytes are too short to mask safely", i, len(v), MinMaskLen)
 		}
 	}
+	if c.Shell != "" && !strings.HasPrefix(c.Shell, "/") {
+		return fmt.Errorf(`shell %q is not an absolute path: send the shell's full path inside the container`, c.Shell)
+	}
 	if c.GraceMS < 0 {
 		return fmt.Errorf("grace_ms %d is negative", c.GraceMS)
 	}
@@ -185,7 +193,7 @@ func AppendCommand(dst []byte, c Command) ([]byte, error) {
 		return dst, fmt.Errorf("encode command: %w", err)
 	}
 	if c.Cmd == CmdRun && c.ID == "" && len(c.Scripts) == 0 && len(c.After) == 0 &&
-		c.Nonce == "" && c.From == 0 && c.GraceMS == 0 && plainPath(c.Script) {
+		c.Nonce == "" && c.From == 0 && c.GraceMS == 0 && c.Shell == "" && plainPath(c.Script) {
 		dst = append(dst, Reset)
 		dst = append(dst, c.Script...)
 		return append(dst, '\n'), nil

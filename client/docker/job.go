@@ -67,6 +67,9 @@ type Spec struct {
 	// ping came for this long (its --idle-timeout), so a container whose
 	// client died ends; 0 means never.
 	IdleTimeout time.Duration
+	// TTY runs the scripts under a pseudo-terminal inside the container
+	// (the shim's --tty), for tools that colour or animate only on one.
+	TTY bool
 	// ShimArgs are extra shim flags.
 	ShimArgs []string
 	// Ulimits are the container's resource limits. nil keeps the engine's
@@ -167,6 +170,9 @@ func containerConfig(spec Spec) dockerengine.ContainerConfig {
 	}
 	if spec.IdleTimeout > 0 {
 		args = append(args, "--idle-timeout="+spec.IdleTimeout.String())
+	}
+	if spec.TTY {
+		args = append(args, "--tty")
 	}
 	args = append(args, spec.ShimArgs...)
 	labels := map[string]string{}

@@ -119,6 +119,9 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	case s.AfterTimeout < 0:
 		args = append(args, "--after-timeout=0s")
 	}
+	if s.TTY {
+		args = append(args, "--tty")
+	}
 	if len(s.MaskEnv) > 0 {
 		args = append(args, "--mask-env="+strings.Join(s.MaskEnv, ","))
 	}

@@ -143,6 +143,11 @@ type Spec struct {
 	// leaves the pod: kubectl logs, the spool and every client see the
 	// masked text. Each value must be at least 8 bytes.
 	MaskEnv []string
+	// TTY runs the scripts under a pseudo-terminal inside the build
+	// container (the shim's --tty), for tools that colour or animate only
+	// on one. The container itself still has no TTY: the record stream
+	// needs clean bytes.
+	TTY bool
 	// ShimArgs are extra tether-shim flags.
 	ShimArgs []string
 	// ServiceAccountName runs the pod as this service account ("" default).

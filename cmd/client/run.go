@@ -63,6 +63,8 @@ type runFlags struct {
 
 	// Pod shaping (run_shaping.go).
 	shapingFlags
+	// How the shim runs the scripts (run_engine.go).
+	engineFlags
 
 	// Logger is set by runCmd from the log flags.
 	Logger *slog.Logger
@@ -103,6 +105,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 
 	f.logFlags.register(fs)
 	registerShapingFlags(fs, &f.shapingFlags)
+	registerEngineFlags(fs, &f.engineFlags)
 	fs.BoolVar(&f.Local, "local", false, "run the shim as a local child process (no cluster)")
 	fs.BoolVar(&f.Docker, "docker", false, "run in a docker/podman container")
 	fs.Var(&f.After, "after", "after-`SCRIPT`, run even when a main script failed (repeatable)")
@@ -146,7 +149,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "%v", err)
 	}
 	f.Logger = log
-	job := client.Job{Scripts: f.Scripts, After: f.After, Mask: f.maskValues}
+	job := client.Job{Scripts: f.Scripts, After: f.After, Mask: f.maskValues, Shell: f.Shell}
 	switch {
 	case f.Local:
 		return runLocal(ctx, &f, job, stdout, stderr)
@@ -204,6 +207,9 @@ func (f *runFlags) validate(pos []string) error {
 			return fmt.Errorf("--mask-env %s: the value is %d bytes; values shorter than %d bytes are too short to mask safely", name, len(v), protocol.MinMaskLen)
 		}
 		f.maskValues = append(f.maskValues, v)
+	}
+	if err := f.engineFlags.validate(); err != nil {
+		return err
 	}
 	if err := f.validateSecurity(); err != nil {
 		return err

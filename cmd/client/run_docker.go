@@ -55,6 +55,7 @@ func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr 
 		Labels:      map[string]string{docker.LabelJob: job.ID},
 		Deadline:    f.Timeout,
 		IdleTimeout: f.IdleTimeout,
+		TTY:         f.TTY,
 		Logger:      log,
 		ShimArgs:    []string{"--after-timeout=" + f.AfterTimeout.String()},
 	}

@@ -58,6 +58,7 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 		Timeout:     f.Timeout,
 		TTL:         f.TTL,
 		IdleTimeout: f.IdleTimeout,
+		TTY:         f.TTY,
 	}
 	spec.AfterTimeout = f.AfterTimeout
 	if f.AfterTimeout == 0 {

@@ -23,6 +23,9 @@ func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr i
 		args = append(args, "--deadline="+strconv.FormatInt(int64((f.Timeout+999_999_999)/1e9), 10))
 	}
 	args = append(args, "--after-timeout="+f.AfterTimeout.String())
+	if f.TTY {
+		args = append(args, "--tty")
+	}
 	if f.IdleTimeout > 0 {
 		args = append(args, "--idle-timeout="+f.IdleTimeout.String())
 	}

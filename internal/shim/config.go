@@ -20,7 +20,8 @@ type Config struct {
 	// EnvNames are the environment variables that configure the shim
 	// (TETHER_SHELL, …): scripts do not inherit them.
 	EnvNames map[string]bool
-	// Shell runs each script ("" = bash if present, else sh).
+	// Shell runs every script, whatever its "#!" line ("" = a script's
+	// "#!" interpreter, else bash if present, else sh).
 	Shell string
 	// Deadline is when the shim stops the job and exits (zero = none).
 	Deadline time.Time
@@ -85,7 +86,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer, no
 	replay := fs.String("replay-bytes", "4194304", "memory replay window in bytes (used without --spool-dir)")
 	maskEnv := fs.String("mask-env", "", "comma-separated names of environment variables whose values are replaced with [MASKED] in all script output (also URL-encoded)")
 	logLevel := fs.String("log-level", "info", "diagnostics on stderr: debug, info, warn, error")
-	fs.StringVar(&cfg.Shell, "shell", "", "shell that runs each script (default: bash if found, else sh)")
+	fs.StringVar(&cfg.Shell, "shell", "", "shell that runs every script, whatever its #! line (default: a script's #! interpreter, else bash if found, else sh)")
 	fs.DurationVar(&cfg.Grace, "grace", contract.DefaultGraceSeconds*time.Second, "time between SIGTERM and SIGKILL when a script is stopped")
 	fs.DurationVar(&cfg.AfterTimeout, "after-timeout", DefaultAfterTimeout, "when the deadline stops the job, the after-scripts still run for at most this long after the main script's grace (0 = they do not run)")
 	fs.StringVar(&cfg.TTLFile, "ttl-file", "", "downward-API annotations file; the "+TTLAnnotation+" annotation (seconds) ends the shim")

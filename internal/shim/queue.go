@@ -100,7 +100,7 @@ func (s *Shim) execute(it *item) int {
 	c := it.cmd
 	if c.Cmd == protocol.CmdRun {
 		it.setPhase("script")
-		return s.runner.run(c.Script, "script", "", it.stopMain, false).CommandExitCode
+		return s.runner.run(c.Script, "script", "", c.Shell, it.stopMain, false).CommandExitCode
 	}
 	done := protocol.JobDone{Job: c.ID}
 	it.setPhase("script")
@@ -108,7 +108,7 @@ func (s *Shim) execute(it *item) int {
 		if it.stopMain() != "" {
 			break
 		}
-		st := s.runner.run(script, "script", c.ID, it.stopMain, true)
+		st := s.runner.run(script, "script", c.ID, c.Shell, it.stopMain, true)
 		if st.CommandExitCode != 0 {
 			done.ExitCode, done.FailedScript = st.CommandExitCode, script
 			break
@@ -119,7 +119,7 @@ func (s *Shim) execute(it *item) int {
 		if it.stopAfter() != "" {
 			break
 		}
-		s.runner.run(script, "after", c.ID, it.stopAfter, true)
+		s.runner.run(script, "after", c.ID, c.Shell, it.stopAfter, true)
 	}
 	it.mu.Lock()
 	done.Cancelled = it.cancelled

@@ -16,11 +16,14 @@ import (
 // runner runs one script at a time: its own process group, stdin
 // /dev/null, stdout and stderr on one pipe (or a pty) pumped to the emitter.
 type runner struct {
-	cfg    *Config
-	shell  string
-	reaper *reaper.Reaper
-	em     *emitter
-	log    *slog.Logger
+	cfg   *Config
+	shell string
+	// explicitShell is set when --shell chose the shell: it then runs
+	// every script, shebang or not.
+	explicitShell bool
+	reaper        *reaper.Reaper
+	em            *emitter
+	log           *slog.Logger
 
 	// env is the scripts' environment: the shim's, without the variables
 	// that configured the shim.
@@ -118,9 +121,9 @@ func (r *runner) signal(sig syscall.Signal) {
 // start (the script is then not run). With more set, the caller writes
 // another record at once (a job's next begin record, or its job record),
 // and the status record goes out with it.
-func (r *runner) run(script, phase, job string, stopped func() string, more bool) protocol.Status {
+func (r *runner) run(script, phase, job, shell string, stopped func() string, more bool) protocol.Status {
 	r.em.Record(protocol.TypeBegin, protocol.Begin{Script: script, Phase: phase, Job: job})
-	st := r.exec(script, phase, stopped)
+	st := r.exec(script, phase, shell, stopped)
 	st.Phase, st.Job = phase, job
 	if more {
 		r.em.Hold(protocol.TypeStatus, st)
@@ -130,14 +133,15 @@ func (r *runner) run(script, phase, job string, stopped func() string, more bool
 	return st
 }
 
-func (r *runner) exec(script, phase string, stopped func() string) protocol.Status {
+func (r *runner) exec(script, phase, shell string, stopped func() string) protocol.Status {
 	st := protocol.Status{Script: script}
 	if code, msg := checkScript(script); code != 0 {
 		st.CommandExitCode, st.Error = code, msg
 		return st
 	}
-	if r.shell == "" {
-		st.CommandExitCode, st.Error = codeNotFound, "no shell to run the script with: set --shell"
+	prog, argv, code, msg := r.argv(script, shell)
+	if code != 0 {
+		st.CommandExitCode, st.Error = code, msg
 		return st
 	}
 	out, childOut, err := r.outputPipe()
@@ -173,7 +177,7 @@ func (r *runner) exec(script, phase string, stopped func() string) protocol.Stat
 		return st
 	}
 	p.pgid, exited, err = r.reaper.Start(func() (int, error) {
-		return syscall.ForkExec(r.shell, []string{r.shell, script}, attr)
+		return syscall.ForkExec(prog, argv, attr)
 	})
 	if err == nil {
 		r.current = p
@@ -182,7 +186,7 @@ func (r *runner) exec(script, phase string, stopped func() string) protocol.Stat
 	childOut.Close()
 	if err != nil {
 		out.Close()
-		st.CommandExitCode, st.Error = codeCannotExecute, fmt.Sprintf("start %s %s: %v", r.shell, script, err)
+		st.CommandExitCode, st.Error = codeCannotExecute, fmt.Sprintf("start %s: %v", strings.Join(argv, " "), err)
 		return st
 	}
 
