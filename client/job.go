@@ -77,6 +77,10 @@ type Options struct {
 	// CancelTimeout is how long the session waits for the job's result after
 	// sending cancel. Default 60s.
 	CancelTimeout time.Duration
+	// OutputLimit, when above 0, is the most output written to Output:
+	// the rest is dropped (Result.OutputDropped counts it) while the job
+	// runs on to its own exit code.
+	OutputLimit int64
 	// From is the stream offset Run starts reading at: 0 (the default)
 	// for a fresh shim; for a job submitted to a shim that already ran
 	// others (a pod serving a GitLab job's stages), the stream's end as
@@ -139,4 +143,7 @@ type Result struct {
 	// Offset is the stream offset after the last record received; Attach
 	// can continue from it.
 	Offset int64
+	// OutputDropped counts the output bytes not written to Options.Output
+	// because Options.OutputLimit was reached.
+	OutputDropped int64
 }

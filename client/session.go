@@ -97,6 +97,8 @@ type session struct {
 	opts Options
 	log  *slog.Logger
 	job  *protocol.Command // nil for Attach
+	// limit enforces Options.OutputLimit (nil: none).
+	limit *limitWriter
 	// jobLine is the job's files and job command, encoded: what every
 	// connection sends until the shim saw the job.
 	jobLine []byte
@@ -146,8 +148,16 @@ func newSession(t Transport, opts Options) (*session, error) {
 		return nil, errors.New("client: Options.Output is required")
 	}
 	opts = opts.withDefaults()
+	if opts.OutputLimit < 0 {
+		return nil, fmt.Errorf("client: Options.OutputLimit %d is negative", opts.OutputLimit)
+	}
+	var limit *limitWriter
+	if opts.OutputLimit > 0 {
+		limit = &limitWriter{w: opts.Output, left: opts.OutputLimit}
+		opts.Output = limit
+	}
 	st := &stream{output: opts.Output, events: opts.Events, log: opts.Logger, exitShim: opts.ExitShim}
-	return &session{t: t, opts: opts, log: opts.Logger, st: st}, nil
+	return &session{t: t, opts: opts, log: opts.Logger, st: st, limit: limit}, nil
 }
 
 func (s *session) emit(ev Event) { s.st.emit(ev) }
@@ -340,5 +350,8 @@ func (s *session) result() Result {
 	r := s.st.res
 	r.Offset = s.st.next
 	r.Reconnects = max(s.attempts-1, 0)
+	if s.limit != nil {
+		r.OutputDropped = s.limit.dropped.Load()
+	}
 	return r
 }

@@ -35,6 +35,8 @@ type attachFlags struct {
 	Protocol   string
 	Exit       bool
 	Delete     bool
+	// OutputLimit is --output-limit (output_limit.go).
+	OutputLimit outputLimit
 }
 
 // attachCmd is `tether attach`.
@@ -44,6 +46,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // errors are reported below, --help prints usage
 	f.logFlags.register(fs)
+	f.OutputLimit.register(fs)
 	fs.StringVar(&f.Namespace, "namespace", "", "Kubernetes namespace (default: the kubeconfig's)")
 	fs.StringVar(&f.Namespace, "n", "", "shorthand for --namespace")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
@@ -91,12 +94,14 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	t := &kube.Transport{Config: cfg, Client: cs, Namespace: ns, Pod: pos[0], Container: f.Container,
 		Options: kube.TransportOptions{Protocol: proto, Logger: log}}
-	res, err := client.Attach(ctx, t, f.From, client.Options{
+	opts := client.Options{
 		Output:   stdout,
 		Events:   progress(log),
 		Logger:   log,
 		ExitShim: f.Exit,
-	})
+	}
+	f.OutputLimit.apply(&opts)
+	res, err := client.Attach(ctx, t, f.From, opts)
 	report(log, res, err)
 	code := exitCode(res, err)
 	if f.Delete && (err == nil || res.Exit != nil || res.Cancelled) {

@@ -124,6 +124,9 @@ func progress(log *slog.Logger) func(client.Event) {
 // report logs the job's outcome: the final summary line, or why there is
 // no result.
 func report(log *slog.Logger, res client.Result, err error) {
+	if res.OutputDropped > 0 {
+		log.Warn("output limit reached: the rest of the job's output was dropped", "dropped_bytes", res.OutputDropped)
+	}
 	switch {
 	case err == nil:
 		attrs := []any{"exit_code", res.ExitCode, "scripts", len(res.Statuses)}

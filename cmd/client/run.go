@@ -63,6 +63,8 @@ type runFlags struct {
 
 	// Pod shaping (run_shaping.go).
 	shapingFlags
+	// OutputLimit is --output-limit (output_limit.go).
+	OutputLimit outputLimit
 	// How the shim runs the scripts (run_engine.go).
 	engineFlags
 
@@ -105,6 +107,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 
 	f.logFlags.register(fs)
 	registerShapingFlags(fs, &f.shapingFlags)
+	f.OutputLimit.register(fs)
 	registerEngineFlags(fs, &f.engineFlags)
 	fs.BoolVar(&f.Local, "local", false, "run the shim as a local child process (no cluster)")
 	fs.BoolVar(&f.Docker, "docker", false, "run in a docker/podman container")

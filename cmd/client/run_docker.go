@@ -82,12 +82,15 @@ func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr 
 		unregister := onForce(ctx, remove)
 		defer unregister()
 	}
-	res, err := client.Run(ctx, ct, job, client.Options{
+	opts := client.Options{
 		Output:   stdout,
 		Events:   progress(log),
 		Logger:   log,
 		ExitShim: true,
-	})
+	}
+	f.OutputLimit.apply(&opts)
+	res, err := client.Run(ctx, ct, job, opts)
+
 	report(log, res, err)
 	return exitCode(res, err)
 }

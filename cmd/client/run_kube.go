@@ -96,12 +96,15 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 	}
 	log.Info("attaching", "pod", pod.Namespace+"/"+pod.Name, "container", pod.Container)
 	objs.Job.Mask = job.Mask // masked values travel in the job command only
-	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, client.Options{
+	opts := client.Options{
 		Output:   stdout,
 		Events:   progress(log),
 		Logger:   log,
 		ExitShim: true,
-	})
+	}
+	f.OutputLimit.apply(&opts)
+	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, opts)
+
 	report(log, res, err)
 	return exitCode(res, err)
 }

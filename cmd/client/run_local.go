@@ -48,12 +48,15 @@ func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr i
 	}()
 	remove := onForce(ctx, func() { _ = syscall.Kill(shim.Pid(), syscall.SIGTERM) })
 	defer remove()
-	res, err := client.Run(ctx, shim, job, client.Options{
+	opts := client.Options{
 		Output:   stdout,
 		Events:   progress(log),
 		Logger:   log,
 		ExitShim: true,
-	})
+	}
+	f.OutputLimit.apply(&opts)
+	res, err := client.Run(ctx, shim, job, opts)
+
 	report(log, res, err)
 	return exitCode(res, err)
 }

@@ -23,3 +23,34 @@ func TestRunLocalMaskEnv(t *testing.T) {
 		t.Fatalf("exit %d stderr %s", code, stderr)
 	}
 }
+
+// A 20 MB job under --output-limit 1MiB writes exactly 1 MiB, ends with its
+// own exit code, and says once how much it dropped.
+func TestRunLocalOutputLimit(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "big.sh", "head -c 20000000 /dev/zero | tr '\\0' 'x'\nexit 7\n")
+	stdout, stderr, code := tether(t, dir, "run", "--local", "--output-limit", "1MiB", "big.sh")
+	if code != 7 || len(stdout) != 1<<20 {
+		t.Fatalf("exit %d, %d bytes of output; want 7 and 1 MiB (stderr %s)", code, len(stdout), stderr)
+	}
+	if n := strings.Count(string(stderr), "output limit reached"); n != 1 || !strings.Contains(string(stderr), "dropped_bytes=18951424") {
+		t.Fatalf("stderr has %d notices, want one with dropped_bytes=18951424:\n%s", n, stderr)
+	}
+	_, stderr, code = tether(t, dir, "run", "--local", "--output-limit", "lots", "big.sh")
+	if code != 2 || !strings.Contains(string(stderr), "output-limit") {
+		t.Fatalf("exit %d stderr %s", code, stderr)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1MiB": 1 << 20, "500k": 500000, "2GB": 2e9, "1.5KiB": 1536, "42": 42, "10 MB": 1e7} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("%q: %d %v, want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "MB", "-1", "3 parsecs"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
