@@ -31,6 +31,12 @@ type Begin struct {
 	Phase string `json:"phase"`
 	// Job is the ID of the job command the script belongs to, or "".
 	Job string `json:"job,omitempty"`
+	// OOMKilled is set when the script died of SIGKILL while the memory
+	// cgroup's OOM-kill counter grew: the kernel killed it for memory.
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	// MemoryLimit is the memory cgroup's limit in bytes when OOMKilled is
+	// set (0 = unknown or none).
+	MemoryLimit int64 `json:"memory_limit,omitempty"`
 }
 
 // Status is the payload of a TypeStatus record, written after every script
@@ -52,6 +58,12 @@ type Status struct {
 	Phase string `json:"phase,omitempty"`
 	// Job is the ID of the job command the script belongs to, or "".
 	Job string `json:"job,omitempty"`
+	// OOMKilled is set when the script died of SIGKILL while the memory
+	// cgroup's OOM-kill counter grew: the kernel killed it for memory.
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	// MemoryLimit is the memory cgroup's limit in bytes when OOMKilled is
+	// set (0 = unknown or none).
+	MemoryLimit int64 `json:"memory_limit,omitempty"`
 }
 
 // JobDone is the payload of a TypeJob record: every script of a job command

@@ -104,6 +104,9 @@ func progress(log *slog.Logger) func(client.Event) {
 			if ev.Status.Error != "" {
 				attrs = append(attrs, "error", ev.Status.Error)
 			}
+			if ev.Status.OOMKilled {
+				attrs = append(attrs, "killed", oomText(ev.Status.MemoryLimit))
+			}
 			if ev.Status.CommandExitCode != 0 {
 				log.Warn("script failed", attrs...)
 			} else {

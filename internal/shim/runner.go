@@ -29,6 +29,9 @@ type runner struct {
 	// that configured the shim.
 	env []string
 
+	// mem is the memory cgroup, read to report out-of-memory kills.
+	mem memCgroup
+
 	// masks are the values masked in script output.
 	masks *masks
 
@@ -166,6 +169,7 @@ func (r *runner) exec(script, phase, shell string, stopped func() string) protoc
 		Sys:   sys,
 	}
 	p := &process{script: script, phase: phase, done: make(chan struct{})}
+	oomBefore, oomKnown := r.mem.oomKills()
 	start := time.Now()
 	var exited <-chan reaper.Exit
 	r.mu.Lock()
@@ -203,6 +207,13 @@ func (r *runner) exec(script, phase, shell string, stopped func() string) protoc
 	st.DurationMS = time.Since(start).Milliseconds()
 	st.CommandExitCode, st.Signal = exitCode(exit.Status)
 	st.Error = p.stopReason()
+	// 137: SIGKILL ended the script, or (a shell's pipeline) the command
+	// it reports on.
+	if oomKnown && st.CommandExitCode == 128+int(syscall.SIGKILL) {
+		if n, ok := r.mem.oomKills(); ok && n > oomBefore {
+			st.OOMKilled, st.MemoryLimit = true, r.mem.limit()
+		}
+	}
 
 	r.drain(p, out, pumped)
 	return st
