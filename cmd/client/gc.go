@@ -28,6 +28,8 @@ const gcUsage = `Usage: tether gc [flags]
 Deletes, in the given namespaces only:
   - pods annotated ` + gc.TTLAnnotation + `: "SECONDS" whose creation time + SECONDS
     has passed, in any phase (a malformed value is reported and the pod skipped);
+    pods without it but with GitLab's pod cleaner annotation
+    ` + gc.GitLabTTLAnnotation + `: "DURATION" (e.g. "1h30m") likewise;
   - ConfigMaps and Secrets labelled ` + gc.ManagedByLabel + `=` + gc.ManagedByValue + ` whose owner pod
     is gone (missing or recreated with another UID), or that have no owner at all,
     once they are older than --grace.

@@ -23,6 +23,10 @@ const (
 	// name is the one the GitLab Kubernetes pod cleaner uses, so either
 	// cleaner removes Tether's pods.
 	AnnotationTTL = "cleaner.kubernetes.gitlab.org/ttl"
+	// AnnotationGitLabPodCleanupTTL is the annotation GitLab's own pod
+	// cleaner reads: a Go duration ("1h30m") from the pod's creation. The
+	// cleaner honours it on pods without AnnotationTTL.
+	AnnotationGitLabPodCleanupTTL = "pod-cleanup.gitlab.com/ttl"
 	// DefaultHelperImage is the image that carries tether-shim (at
 	// /tether-shim) when none is configured.
 	DefaultHelperImage = "localhost/tether/helper:dev"

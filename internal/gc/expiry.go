@@ -14,6 +14,11 @@ import (
 // whole seconds, counted from the pod's creation time.
 const TTLAnnotation = contract.AnnotationTTL
 
+// GitLabTTLAnnotation is GitLab's pod cleaner's annotation: a duration
+// ("1h30m") counted from the pod's creation, honoured when TTLAnnotation is
+// absent.
+const GitLabTTLAnnotation = contract.AnnotationGitLabPodCleanupTTL
+
 // maxTTLSeconds is the largest TTL that fits in a time.Duration. A pod's age
 // is a time.Duration, so a larger TTL can never expire.
 const maxTTLSeconds = math.MaxInt64 / int64(time.Second)
@@ -38,6 +43,16 @@ func ParseTTL(value string) (seconds int64, err error) {
 		return 0, fmt.Errorf("%w: %q is out of range (at most %d seconds)", ErrMalformedTTL, value, int64(math.MaxInt64))
 	}
 	return n, nil
+}
+
+// parseGitLabTTL parses the GitLab pod cleaner's annotation: a positive Go
+// duration, rounded up to whole seconds.
+func parseGitLabTTL(value string) (int64, error) {
+	d, err := time.ParseDuration(value)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%w: %s %q is not a positive duration (e.g. \"1h30m\")", ErrMalformedTTL, GitLabTTLAnnotation, value)
+	}
+	return int64((d + time.Second - 1) / time.Second), nil
 }
 
 // TTLState is the outcome of applying the TTL rule to one pod.
@@ -91,10 +106,18 @@ type TTLDecision struct {
 // creation time.
 func DecideTTL(annotations map[string]string, created, now time.Time) TTLDecision {
 	value, ok := annotations[TTLAnnotation]
-	if !ok {
-		return TTLDecision{State: NoTTL}
+	var ttl int64
+	var err error
+	switch {
+	case ok:
+		ttl, err = ParseTTL(value)
+	default:
+		gl, glOK := annotations[GitLabTTLAnnotation]
+		if !glOK {
+			return TTLDecision{State: NoTTL}
+		}
+		ttl, err = parseGitLabTTL(gl)
 	}
-	ttl, err := ParseTTL(value)
 	if err != nil {
 		return TTLDecision{State: Malformed, Err: err}
 	}

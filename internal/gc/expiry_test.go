@@ -143,3 +143,28 @@ func trimZeros(s string) string {
 	}
 	return s
 }
+
+// GitLab's pod cleaner annotation (a duration) counts when Tether's own is
+// absent; Tether's wins when both are there; a bad duration is malformed.
+func TestDecideTTLGitLabAnnotation(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := created.Add(2 * time.Hour)
+	for _, tc := range []struct {
+		ann  map[string]string
+		want TTLState
+		ttl  int64
+	}{
+		{map[string]string{GitLabTTLAnnotation: "1h"}, Expired, 3600},
+		{map[string]string{GitLabTTLAnnotation: "3h"}, Alive, 10800},
+		{map[string]string{GitLabTTLAnnotation: "90m", TTLAnnotation: "86400"}, Alive, 86400},
+		{map[string]string{GitLabTTLAnnotation: "1.5s"}, Expired, 2},
+		{map[string]string{GitLabTTLAnnotation: "soon"}, Malformed, 0},
+		{map[string]string{GitLabTTLAnnotation: "-1h"}, Malformed, 0},
+		{map[string]string{"other": "1h"}, NoTTL, 0},
+	} {
+		d := DecideTTL(tc.ann, created, now)
+		if d.State != tc.want || (tc.want != Malformed && d.TTLSeconds != tc.ttl) {
+			t.Errorf("%v: %v ttl %d (%v), want %v ttl %d", tc.ann, d.State, d.TTLSeconds, d.Err, tc.want, tc.ttl)
+		}
+	}
+}
