@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
@@ -42,23 +43,19 @@ type attachFlags struct {
 // attachCmd is `tether attach`.
 func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f attachFlags
-	fs := flag.NewFlagSet("tether attach", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {} // errors are reported below, --help prints usage
+	fs := newFlagSet("tether attach")
 	f.logFlags.register(fs)
 	f.OutputLimit.register(fs)
-	fs.StringVar(&f.Namespace, "namespace", "", "Kubernetes namespace (default: the kubeconfig's)")
-	fs.StringVar(&f.Namespace, "n", "", "shorthand for --namespace")
+	fs.StringVarP(&f.Namespace, "namespace", "n", "", "Kubernetes `NAMESPACE` (default: the kubeconfig's)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
-	fs.StringVar(&f.Container, "container", "", "the shim's container (default: the pod's default container)")
-	fs.StringVar(&f.Container, "c", "", "shorthand for --container")
+	fs.StringVarP(&f.Container, "container", "c", "", "the shim's `CONTAINER` (default: the pod's default container)")
 	fs.Int64Var(&f.From, "from", 0, "stream offset to replay from (0: the whole job)")
 	fs.StringVar(&f.Protocol, "protocol", "", "attach protocol: websocket, spdy, or empty for WebSocket with SPDY fallback")
 	fs.BoolVar(&f.Exit, "exit", false, "tell the shim to exit once the job finished (the pod then completes)")
 	fs.BoolVar(&f.Delete, "delete", false, "delete the pod once the job finished")
 	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, pflag.ErrHelp) {
 		printUsage(fs, stdout, attachUsage)
 		return 0
 	}

@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -58,17 +59,12 @@ type gcFlags struct {
 	Context       string
 }
 
-func newGCFlagSet(f *gcFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("tether gc", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	fs.Var(&f.Namespaces, "namespace", "namespace `NS` to clean (repeatable or comma-separated; default: the kubeconfig's / in-cluster namespace)")
-	fs.Var(&f.Namespaces, "n", "shorthand for --namespace `NS`")
-	fs.BoolVar(&f.AllNamespaces, "all-namespaces", false, "clean every namespace (needs the ClusterRole)")
-	fs.BoolVar(&f.AllNamespaces, "A", false, "shorthand for --all-namespaces")
+func newGCFlagSet(f *gcFlags) *pflag.FlagSet {
+	fs := newFlagSet("tether gc")
+	fs.VarP(&f.Namespaces, "namespace", "n", "namespace `NS` to clean (repeatable or comma-separated; default: the kubeconfig's / in-cluster namespace)")
+	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "clean every namespace (needs the ClusterRole)")
 	fs.Var(&f.DryRun, "dry-run", "report what would be deleted; delete nothing (--dry-run=server: let the apiserver check each delete without persisting it)")
-	fs.StringVar(&f.Selector, "selector", "", "extra label `SELECTOR` every object must match (e.g. tether.dev/runner=r1)")
-	fs.StringVar(&f.Selector, "l", "", "shorthand for --selector")
+	fs.StringVarP(&f.Selector, "selector", "l", "", "extra label `SELECTOR` every object must match (e.g. tether.dev/runner=r1)")
 	fs.DurationVar(&f.Grace, "grace", gc.DefaultGrace, "minimum age of an owner-less ConfigMap/Secret before it is deleted")
 	fs.StringVar(&f.Resources, "resources", "pods,configmaps,secrets", "comma-separated kinds to clean")
 	fs.Int64Var(&f.ChunkSize, "chunk-size", gc.DefaultChunkSize, "list page size")
@@ -83,7 +79,7 @@ func gcCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f gcFlags
 	fs := newGCFlagSet(&f)
 	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, pflag.ErrHelp) {
 		printUsage(fs, stdout, gcUsage)
 		return 0
 	}
@@ -226,6 +222,9 @@ func (d *dryRunFlag) Set(v string) error {
 	}
 	return nil
 }
+
+// Type names the value in the help text.
+func (d *dryRunFlag) Type() string { return "MODE" }
 
 // IsBoolFlag lets --dry-run stand alone.
 func (d *dryRunFlag) IsBoolFlag() bool { return true }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,8 +62,7 @@ SYSTEM_FAILURE_EXIT_CODE when the infrastructure failed.
 // gitlabCmd is `tether gitlab`.
 func gitlabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	codes := gitlab.ReadExitCodes(os.Getenv)
-	fs := flag.NewFlagSet("tether gitlab", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("tether gitlab")
 	configPath := fs.String("config", os.Getenv("TETHER_CONFIG"), "driver settings (YAML)")
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
 		fmt.Fprint(stdout, gitlabUsage)

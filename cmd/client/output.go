@@ -19,12 +19,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/protocol"
@@ -46,22 +47,29 @@ const (
 type logFlags struct {
 	// Quiet silences progress; only errors are logged.
 	Quiet bool
+	// Verbose adds debug lines, client-go's included.
+	Verbose bool
 	// Format is "text" or "json".
 	Format string
 }
 
-// register adds --quiet/-q and --log-format to fs.
-func (l *logFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&l.Quiet, "quiet", false, "log only errors to stderr (no progress, no summary)")
-	fs.BoolVar(&l.Quiet, "q", false, "shorthand for --quiet")
-	fs.StringVar(&l.Format, "log-format", "text", "stderr log format: text or json")
+// register adds -q/--quiet, -v/--verbose and --log-format to fs.
+func (l *logFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVarP(&l.Quiet, "quiet", "q", false, "log only errors to stderr (no progress, no summary)")
+	fs.BoolVarP(&l.Verbose, "verbose", "v", false, "also log debug lines to stderr, client-go's requests and retries included")
+	fs.StringVar(&l.Format, "log-format", "text", "stderr log `FORMAT`: text or json")
 }
 
 // logger returns the logger the flags select, writing to w.
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	level := slog.LevelInfo
-	if l.Quiet {
+	switch {
+	case l.Quiet && l.Verbose:
+		return nil, errors.New("--quiet and --verbose exclude each other")
+	case l.Quiet:
 		level = slog.LevelError
+	case l.Verbose:
+		level = slog.LevelDebug
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch l.Format {
@@ -177,26 +185,33 @@ func exitCode(res client.Result, err error) int {
 	return exitTether
 }
 
-// parseArgs parses fs's flags from args, allowing flags after positional
-// arguments ("run a.sh --after b.sh"); "--" ends the flags. It returns the
+// newFlagSet returns an empty FlagSet for a subcommand: errors are
+// returned, never printed; --help is the caller's to print.
+func newFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.SortFlags = true
+	return fs
+}
+
+// boolValue is a custom flag value that may stand alone ("--flag" means
+// "--flag=true").
+type boolValue interface{ IsBoolFlag() bool }
+
+// parseArgs parses fs's flags from args, flags and positional arguments in
+// any order ("run a.sh --after b.sh"); "--" ends the flags. It returns the
 // positional arguments.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+func parseArgs(fs *pflag.FlagSet, args []string) ([]string, error) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if b, ok := f.Value.(boolValue); ok && b.IsBoolFlag() && f.NoOptDefVal == "" {
+			f.NoOptDefVal = "true"
 		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		// flag stops at "--" (consumed) or at the first non-flag.
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+	})
+	if err := fs.Parse(args); err != nil {
+		return nil, err
 	}
+	return fs.Args(), nil
 }
 
 // stringList is a repeatable string flag.
@@ -204,30 +219,49 @@ type stringList []string
 
 func (s *stringList) String() string { return strings.Join(*s, ",") }
 
+// Type names the value in the help text.
+func (s *stringList) Type() string { return "VALUE" }
+
 // Set appends v.
 func (s *stringList) Set(v string) error {
 	*s = append(*s, v)
 	return nil
 }
 
-// printUsage prints head and fs's flags in --name form to w.
-func printUsage(fs *flag.FlagSet, w io.Writer, head string) {
+// exitCodesHelp lists tether's exit codes for every command's --help.
+const exitCodesHelp = `
+Exit codes:
+  0        the job succeeded
+  1-123    the job's own exit code (the first failing main script's)
+  2        bad input: unknown flag, bad value, missing script
+  124      the job's --timeout (deadline) or the pod's TTL expired
+  125      the job's outcome is unknown (tether or the backend failed), or
+           the shim exited idle
+  126, 127 the job's own codes: a script or its interpreter is not executable
+           or not found
+  130, 143 cancelled by SIGINT or SIGTERM before the job reported a code;
+           a second signal exits at once with 128+N
+`
+
+// printUsage prints head, fs's flags and the exit codes to w.
+func printUsage(fs *pflag.FlagSet, w io.Writer, head string) {
 	fmt.Fprint(w, head)
 	fmt.Fprintln(w, "\nFlags:")
-	fs.VisitAll(func(f *flag.Flag) {
-		dash := "--"
-		if len(f.Name) == 1 {
-			dash = "-"
+	fs.VisitAll(func(f *pflag.Flag) {
+		name, usage := pflag.UnquoteUsage(f)
+		line := "  "
+		if f.Shorthand != "" {
+			line += "-" + f.Shorthand + ", "
 		}
-		name, usage := flag.UnquoteUsage(f)
-		line := "  " + dash + f.Name
-		if name != "" {
+		line += "--" + f.Name
+		if name != "" && f.NoOptDefVal == "" {
 			line += " " + name
 		}
 		line += "\n        " + usage
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "[]" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "[]" && f.DefValue != "0" {
 			line += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		fmt.Fprintln(w, line)
 	})
+	fmt.Fprint(w, exitCodesHelp)
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tether-ci/tether/client"
 )
@@ -13,7 +14,7 @@ import (
 // attach`: a size in bytes (0 = no limit).
 type outputLimit struct{ bytes int64 }
 
-func (o *outputLimit) register(fs *flag.FlagSet) {
+func (o *outputLimit) register(fs *pflag.FlagSet) {
 	fs.Var(o, "output-limit", "write at most `SIZE` of the job's output (e.g. 1MiB, 500k, 2GB; 0 = no limit): the rest is dropped with one notice saying how much, and the job runs on to its own exit code")
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
@@ -100,10 +101,8 @@ Examples:
 `
 
 // newRunFlagSet returns the FlagSet of `tether run` bound to f.
-func newRunFlagSet(f *runFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("tether run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {} // errors are reported by runCmd, --help prints usage
+func newRunFlagSet(f *runFlags) *pflag.FlagSet {
+	fs := newFlagSet("tether run")
 
 	f.logFlags.register(fs)
 	registerShapingFlags(fs, &f.shapingFlags)
@@ -114,8 +113,7 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Var(&f.After, "after", "after-`SCRIPT`, run even when a main script failed (repeatable)")
 	fs.StringVar(&f.Shim, "shim", "", "tether-shim binary for --local (default: next to tether, else on PATH)")
 	fs.StringVar(&f.Image, "image", "", "image of the build container (Kubernetes, docker)")
-	fs.StringVar(&f.Namespace, "namespace", "", "Kubernetes namespace (default: the kubeconfig's)")
-	fs.StringVar(&f.Namespace, "n", "", "shorthand for --namespace")
+	fs.StringVarP(&f.Namespace, "namespace", "n", "", "Kubernetes `NAMESPACE` (default: the kubeconfig's)")
 	fs.DurationVar(&f.Timeout, "timeout", time.Hour, "job timeout; the shim stops the job when it passes (0 = none)")
 	fs.DurationVar(&f.AfterTimeout, "after-timeout", kube.DefaultAfterTimeout, "when --timeout stops the job, the after-scripts still run for at most this long (0 = they do not run then)")
 	fs.DurationVar(&f.TTL, "ttl", 0, "pod TTL after which tether gc deletes it (0 = timeout + 15m)")
@@ -137,7 +135,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fs := newRunFlagSet(&f)
 	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, pflag.ErrHelp) {
 		printUsage(fs, stdout, runUsage)
 		return 0
 	}

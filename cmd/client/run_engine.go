@@ -1,9 +1,10 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"path/filepath"
+
+	"github.com/spf13/pflag"
 )
 
 // engineFlags are the `tether run` flags for how the shim runs scripts.
@@ -15,7 +16,7 @@ type engineFlags struct {
 }
 
 // registerEngineFlags adds the script-running flags to fs.
-func registerEngineFlags(fs *flag.FlagSet, f *engineFlags) {
+func registerEngineFlags(fs *pflag.FlagSet, f *engineFlags) {
 	fs.StringVar(&f.Shell, "shell", "", "run every script with this shell (absolute `PATH` in the container), whatever its #! line says (default: a script's #! interpreter, else bash, else sh)")
 	fs.BoolVar(&f.TTY, "tty", false, "run the scripts under a pseudo-terminal, for tools that colour or animate only on a terminal (stdout and stderr then arrive as one stream, with CR LF line ends if the script's terminal settings say so)")
 }

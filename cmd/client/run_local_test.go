@@ -206,7 +206,7 @@ func TestHelpAndVersion(t *testing.T) {
 		}
 	}
 	stdout, _, _ := tether(t, dir, "run", "--help")
-	for _, flag := range []string{"--local", "--after", "--quiet", "--log-format", "--shim", "--image", "--namespace", "-n", "--timeout", "--ttl", "--env", "--kubeconfig", "--context", "--helper-image", "--keep", "--idle-timeout", "--docker", "--restricted", "--run-as-user", "--read-only-root"} {
+	for _, flag := range []string{"--local", "--after", "-q, --quiet", "-v, --verbose", "--log-format", "--shim", "--image", "-n, --namespace", "--timeout", "--ttl", "--env", "--kubeconfig", "--context", "--helper-image", "--keep", "--idle-timeout", "--docker", "--restricted", "--run-as-user", "--read-only-root"} {
 		if !strings.Contains(string(stdout), "\n  "+flag+" ") && !strings.Contains(string(stdout), "\n  "+flag+"\n") {
 			t.Errorf("run --help does not document %s", flag)
 		}

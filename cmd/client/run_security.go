@@ -25,6 +25,9 @@ func (u *uidFlag) String() string {
 	return strconv.FormatInt(u.uid, 10)
 }
 
+// Type names the value in the help text.
+func (u *uidFlag) Type() string { return "UID" }
+
 // Set parses a numeric user ID, 0 to 2147483647 as Kubernetes accepts.
 func (u *uidFlag) Set(v string) error {
 	n, err := strconv.ParseInt(v, 10, 64)
@@ -58,6 +61,9 @@ func (b *optBool) Set(v string) error {
 	b.set, b.v = true, x
 	return nil
 }
+
+// Type names the value in the help text.
+func (b *optBool) Type() string { return "bool" }
 
 // IsBoolFlag lets the flag be given without a value.
 func (b *optBool) IsBoolFlag() bool { return true }

@@ -2,9 +2,10 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -29,7 +30,7 @@ type shapingFlags struct {
 }
 
 // registerShapingFlags adds the pod-shaping flags to fs.
-func registerShapingFlags(fs *flag.FlagSet, f *shapingFlags) {
+func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 	fs.StringVar(&f.CPU, "cpu", "", "CPU of the build container, as request and limit (e.g. 500m, 2) (Kubernetes)")
 	fs.StringVar(&f.Memory, "memory", "", "memory of the build container, as request and limit (e.g. 512Mi) (Kubernetes)")
 	fs.StringVar(&f.Requests, "requests", "", "resource requests of the build container, `cpu=…,memory=…` (over --cpu/--memory) (Kubernetes)")
