@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,10 @@ type gitlabConfig struct {
 	PullPolicy     string            `json:"pull-policy"`
 	NodeSelector   map[string]string `json:"node-selector"`
 	ServiceAccount string            `json:"service-account"`
+	// Shell runs every stage script (absolute path in the job image),
+	// whatever its #! line says: the runner's scripts start with
+	// #!/usr/bin/env bash, which images without /usr/bin/env cannot run.
+	Shell string `json:"shell"`
 }
 
 const gitlabUsage = `Usage: tether gitlab config|prepare|run SCRIPT STAGE|cleanup [--config FILE]
@@ -52,7 +57,7 @@ commands for every job (see docs/gitlab.md for the config.toml snippet).
 --config FILE (default $TETHER_CONFIG) is a YAML file with the driver's
 settings: namespace, kubeconfig, context, image, helper-image, builds-dir,
 cache-dir, cpu, memory, idle-timeout, pull-policy, node-selector,
-service-account.
+service-account, shell (default /bin/bash: runs every stage script).
 
 Exit codes follow the runner's contract: BUILD_FAILURE_EXIT_CODE when the
 script failed (its own code written to BUILD_EXIT_CODE_FILE first),
@@ -125,6 +130,12 @@ func loadGitlabConfig(p string) (*gitlabConfig, error) {
 	}
 	if cfg.HelperImage == "" {
 		cfg.HelperImage = kube.DefaultHelperImage
+	}
+	if cfg.Shell == "" {
+		cfg.Shell = "/bin/bash"
+	}
+	if !strings.HasPrefix(cfg.Shell, "/") {
+		return nil, fmt.Errorf("driver config %s: shell %q must be an absolute path in the job image", p, cfg.Shell)
 	}
 	return cfg, nil
 }
@@ -280,6 +291,7 @@ func gitlabRun(ctx context.Context, cfg *gitlabConfig, script, stage string, std
 		Scripts: []string{target},
 		Files:   []client.File{{Path: target, Content: content}},
 		Mask:    job.MaskedValues(),
+		Shell:   cfg.Shell,
 	}, client.Options{Output: stdout, Logger: log, From: from})
 	switch {
 	case err == nil && res.ExitCode == 0:

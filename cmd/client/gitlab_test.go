@@ -57,6 +57,8 @@ func TestGitLabBadInput(t *testing.T) {
 	os.WriteFile(noImage, []byte(`{"id": 5, "image": {"name": ""}}`), 0o600)
 	badCfg := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(badCfg, []byte("namespaces: ci\n"), 0o600)
+	relShell := filepath.Join(dir, "shell.yaml")
+	os.WriteFile(relShell, []byte("shell: bash\n"), 0o600)
 	for _, tc := range []struct {
 		env  []string
 		args []string
@@ -69,6 +71,7 @@ func TestGitLabBadInput(t *testing.T) {
 		{nil, []string{"config", "--config", badCfg}, `unknown field "namespaces"`},
 		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"run", filepath.Join(dir, "no-script"), "build_script"}, "the stage script"},
 		{nil, []string{"run", "only-one-arg"}, "want 2 arguments"},
+		{nil, []string{"config", "--config", relShell}, `shell "bash" must be an absolute path`},
 		{nil, []string{"explode"}, `unknown command "explode"`},
 	} {
 		out, errb, code := gitlabCLI(t, dir, tc.env, tc.args...)
