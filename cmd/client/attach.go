@@ -40,9 +40,8 @@ type attachFlags struct {
 	OutputLimit outputLimit
 }
 
-// attachCmd is `tether attach`.
-func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var f attachFlags
+// newAttachFlagSet returns the FlagSet of `tether attach` bound to f.
+func newAttachFlagSet(f *attachFlags) *pflag.FlagSet {
 	fs := newFlagSet("tether attach")
 	f.logFlags.register(fs)
 	f.OutputLimit.register(fs)
@@ -54,9 +53,16 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&f.Protocol, "protocol", "", "attach protocol: websocket, spdy, or empty for WebSocket with SPDY fallback")
 	fs.BoolVar(&f.Exit, "exit", false, "tell the shim to exit once the job finished (the pod then completes)")
 	fs.BoolVar(&f.Delete, "delete", false, "delete the pod once the job finished")
+	return fs
+}
+
+// attachCmd is `tether attach`.
+func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f attachFlags
+	fs := newAttachFlagSet(&f)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, pflag.ErrHelp) {
-		printUsage(fs, stdout, attachUsage)
+		printUsage(ctx, fs, stdout, attachUsage)
 		return 0
 	}
 	bad := func(format string, args ...any) int {

@@ -62,3 +62,17 @@ func TestHelpListsExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestVerboseShowsDebugLines: -v lowers the log level to debug.
+func TestVerboseShowsDebugLines(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "a.sh", "#!/bin/sh\necho hi\n")
+	_, quiet, code := tether(t, dir, "run", "--local", "a.sh")
+	if code != 0 || strings.Contains(string(quiet), "level=DEBUG") {
+		t.Fatalf("without -v: exit %d stderr %s, want 0 and no debug lines", code, quiet)
+	}
+	stdout, stderr, code := tether(t, dir, "run", "--local", "-v", "a.sh")
+	if code != 0 || string(stdout) != "hi\n" || !strings.Contains(string(stderr), "level=DEBUG") {
+		t.Fatalf("-v: exit %d stdout %q stderr %s, want 0, hi and debug lines", code, stdout, stderr)
+	}
+}

@@ -80,7 +80,7 @@ func gcCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newGCFlagSet(&f)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, pflag.ErrHelp) {
-		printUsage(fs, stdout, gcUsage)
+		printUsage(ctx, fs, stdout, gcUsage)
 		return 0
 	}
 	if err == nil && len(pos) > 0 {

@@ -20,13 +20,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/tether-ci/tether/internal/version"
 	"github.com/tether-ci/tether/protocol"
 )
 
 func main() {
-	ctx, stop := signalContext(context.Background(), os.Stderr)
+	ctx, stop := signalContext(withProgName(context.Background(), progName(os.Args[0])), os.Stderr)
 	code := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -40,6 +42,7 @@ Usage:
   tether gc [flags]                delete expired pods and orphaned resources
   tether gitlab config|prepare|run SCRIPT STAGE|cleanup
                                    the GitLab Runner Custom executor driver
+  tether completion bash|zsh|fish  print a shell completion script
   tether version                   print the version
   tether help [COMMAND]            show help
 
@@ -48,12 +51,13 @@ Examples:
   tether run --image alpine:3 -n ci build.sh
 
 Run 'tether help COMMAND' (or 'tether COMMAND --help') for a command's flags.
+Installed as kubectl-tether on PATH, tether is the kubectl plugin 'kubectl tether'.
 `
 
 // realMain runs the tether command line args and returns the exit code.
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usageText)
+		fmt.Fprint(stderr, progText(ctx, usageText+exitCodesHelp))
 		return exitUsage
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
@@ -65,13 +69,15 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return gcCmd(ctx, rest, stdout, stderr)
 	case "gitlab":
 		return gitlabCmd(ctx, rest, stdout, stderr)
+	case "completion":
+		return completionCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "tether %s (protocol %d)\n", version.Version, protocol.Version)
 		return 0
 	case "help", "--help", "-help", "-h":
 		return helpCmd(ctx, rest, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "tether: unknown command %q\n\n%s", cmd, usageText)
+		fmt.Fprintf(stderr, "tether: unknown command %q\n\n%s", cmd, progText(ctx, usageText))
 		return exitUsage
 	}
 }
@@ -80,16 +86,45 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // with --help.
 func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stdout, usageText)
+		fmt.Fprint(stdout, progText(ctx, usageText+exitCodesHelp))
 		return 0
 	}
 	switch args[0] {
 	case "run", "attach", "gc":
 		return realMain(ctx, []string{args[0], "--help"}, stdout, stderr)
+	case "completion":
+		return completionCmd(ctx, []string{"--help"}, stdout, stderr)
 	case "version", "help":
-		fmt.Fprint(stdout, usageText)
+		fmt.Fprint(stdout, progText(ctx, usageText+exitCodesHelp))
 		return 0
 	}
-	fmt.Fprintf(stderr, "tether help: unknown command %q\n\n%s", args[0], usageText)
+	fmt.Fprintf(stderr, "tether help: unknown command %q\n\n%s", args[0], progText(ctx, usageText))
 	return exitUsage
+}
+
+// progNameKey carries the program's name in a context.
+type progNameKey struct{}
+
+// progName is how the program was invoked: "kubectl tether" when run as
+// the kubectl plugin kubectl-tether, else "tether".
+func progName(argv0 string) string {
+	base := strings.TrimSuffix(filepath.Base(argv0), ".exe")
+	if base == "kubectl-tether" {
+		return "kubectl tether"
+	}
+	return "tether"
+}
+
+// withProgName returns ctx carrying the program's name for help texts.
+func withProgName(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, progNameKey{}, name)
+}
+
+// progText rewrites a help text's "tether " to the program's name.
+func progText(ctx context.Context, text string) string {
+	name, _ := ctx.Value(progNameKey{}).(string)
+	if name == "" || name == "tether" {
+		return text
+	}
+	return strings.ReplaceAll(text, "tether ", name+" ")
 }

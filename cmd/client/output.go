@@ -13,12 +13,13 @@ package main
 //	    maps a session's outcome to tether's exit code.
 //	parseArgs(fs, args)
 //	    parses flags and positional arguments in any order.
-//	printUsage(fs, w, head)
+//	printUsage(ctx, fs, w, head)
 //	    prints a command's usage with its flags in --name form.
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/protocol"
@@ -70,6 +72,13 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 		level = slog.LevelError
 	case l.Verbose:
 		level = slog.LevelDebug
+		// client-go logs its requests and retries at klog V(4..6); routeKlog
+		// sends them to this logger's debug level.
+		kfs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(kfs)
+		if err := kfs.Set("v", "6"); err != nil {
+			return nil, fmt.Errorf("raise client-go's log verbosity: %w", err)
+		}
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch l.Format {
@@ -199,15 +208,20 @@ func newFlagSet(name string) *pflag.FlagSet {
 // "--flag=true").
 type boolValue interface{ IsBoolFlag() bool }
 
-// parseArgs parses fs's flags from args, flags and positional arguments in
-// any order ("run a.sh --after b.sh"); "--" ends the flags. It returns the
-// positional arguments.
-func parseArgs(fs *pflag.FlagSet, args []string) ([]string, error) {
+// markBoolValues lets fs's custom boolValue flags stand alone.
+func markBoolValues(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		if b, ok := f.Value.(boolValue); ok && b.IsBoolFlag() && f.NoOptDefVal == "" {
 			f.NoOptDefVal = "true"
 		}
 	})
+}
+
+// parseArgs parses fs's flags from args, flags and positional arguments in
+// any order ("run a.sh --after b.sh"); "--" ends the flags. It returns the
+// positional arguments.
+func parseArgs(fs *pflag.FlagSet, args []string) ([]string, error) {
+	markBoolValues(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -243,8 +257,11 @@ Exit codes:
            a second signal exits at once with 128+N
 `
 
-// printUsage prints head, fs's flags and the exit codes to w.
-func printUsage(fs *pflag.FlagSet, w io.Writer, head string) {
+// printUsage prints head, fs's flags and the exit codes to w, naming the
+// program as it was invoked (progName).
+func printUsage(ctx context.Context, fs *pflag.FlagSet, out io.Writer, head string) {
+	w := &strings.Builder{}
+	defer func() { fmt.Fprint(out, progText(ctx, w.String())) }()
 	fmt.Fprint(w, head)
 	fmt.Fprintln(w, "\nFlags:")
 	fs.VisitAll(func(f *pflag.Flag) {

@@ -136,7 +136,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newRunFlagSet(&f)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, pflag.ErrHelp) {
-		printUsage(fs, stdout, runUsage)
+		printUsage(ctx, fs, stdout, runUsage)
 		return 0
 	}
 	if err != nil {

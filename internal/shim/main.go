@@ -28,6 +28,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "version", "--version":
 			fmt.Fprintln(stdout, "tether-shim", version.Version)
 			return 0
+		case "help", "--help", "-help", "-h":
+			// Asked-for help is output, not a diagnostic: stdout.
+			if _, err := ParseConfig([]string{"--help"}, os.Getenv, stdout, time.Now()); errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
 		case "send":
 			if len(args) != 2 {
 				fmt.Fprintln(stderr, "usage: tether-shim send FIFO   (copies command lines from stdin into a --commands FIFO)")
