@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -74,5 +77,79 @@ func TestVerboseShowsDebugLines(t *testing.T) {
 	stdout, stderr, code := tether(t, dir, "run", "--local", "-v", "a.sh")
 	if code != 0 || string(stdout) != "hi\n" || !strings.Contains(string(stderr), "level=DEBUG") {
 		t.Fatalf("-v: exit %d stdout %q stderr %s, want 0, hi and debug lines", code, stdout, stderr)
+	}
+}
+
+// TestJSONLogsArePure: with --log-format json every stderr line is a JSON
+// object (the CLI's records, its usage errors and the local shim's own
+// diagnostics), durations are numbers of seconds, and the summary names
+// the skipped scripts and the job's total duration.
+func TestJSONLogsArePure(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "a.sh", "#!/bin/sh\necho a\nexit 3\n")
+	writeScript(t, dir, "b.sh", "#!/bin/sh\necho b\n")
+	writeScript(t, dir, "c.sh", "#!/bin/sh\necho c\n")
+	parse := func(stderr []byte) []map[string]any {
+		t.Helper()
+		var recs []map[string]any
+		for _, line := range strings.Split(strings.TrimSuffix(string(stderr), "\n"), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("stderr line is not JSON: %q (%v)\nstderr:\n%s", line, err, stderr)
+			}
+			recs = append(recs, m)
+		}
+		return recs
+	}
+	stdout, stderr, code := tether(t, dir, "run", "--local", "--log-format", "json", "--idle-timeout", "1m", "a.sh", "b.sh", "--after", "c.sh")
+	if code != 3 || string(stdout) != "a\nc\n" {
+		t.Fatalf("exit %d stdout %q, want 3, a c", code, stdout)
+	}
+	var summary, status map[string]any
+	for _, r := range parse(stderr) {
+		switch r["msg"] {
+		case "job failed":
+			summary = r
+		case "script failed":
+			status = r
+		}
+	}
+	if status == nil {
+		t.Fatalf("no script failed record:\n%s", stderr)
+	}
+	if _, ok := status["duration"].(float64); !ok {
+		t.Errorf("script duration %v is not a number of seconds", status["duration"])
+	}
+	if summary == nil {
+		t.Fatalf("no summary:\n%s", stderr)
+	}
+	if _, ok := summary["duration"].(float64); !ok {
+		t.Errorf("job duration %v is not a number of seconds", summary["duration"])
+	}
+	if sk, _ := summary["skipped"].([]any); len(sk) != 1 || !strings.HasSuffix(sk[0].(string), "/b.sh") {
+		t.Errorf("summary skipped = %v, want b.sh", summary["skipped"])
+	}
+	// Bad input is a JSON line too.
+	_, stderr, code = tether(t, dir, "run", "--local", "--log-format=json", "--bogus", "a.sh")
+	if recs := parse(stderr); code != exitUsage || len(recs) == 0 || !strings.Contains(recs[0]["msg"].(string), "--bogus") {
+		t.Errorf("bad flag: exit %d stderr %s, want %d and JSON naming --bogus", code, stderr, exitUsage)
+	}
+}
+
+// TestJSONLinesWrapsShimDiagnostics: the local shim's stderr lines become
+// JSON records.
+func TestJSONLinesWrapsShimDiagnostics(t *testing.T) {
+	var buf bytes.Buffer
+	j := newJSONLines(&buf)
+	fmt.Fprint(j, `{"level":"INFO","msg":"ok"}`+"\ntime=x level=WARN msg=\"from the shim\"\npartial")
+	j.Flush()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 3 || lines[0] != `{"level":"INFO","msg":"ok"}` {
+		t.Fatalf("lines %q", lines)
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("not JSON: %q", l)
+		}
 	}
 }

@@ -28,9 +28,20 @@ import (
 )
 
 func main() {
-	ctx, stop := signalContext(withProgName(context.Background(), progName(os.Args[0])), os.Stderr)
-	code := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	var stderr io.Writer = os.Stderr
+	if jsonLogRequested(os.Args[1:]) {
+		// Every stderr line a JSON object, written before or after the
+		// flags are parsed.
+		stderr = newJSONLines(os.Stderr)
+	}
+	code := func() int {
+		ctx, stop := signalContext(withProgName(context.Background(), progName(os.Args[0])), stderr)
+		defer stop()
+		return realMain(ctx, os.Args[1:], os.Stdout, stderr)
+	}()
+	if j, ok := stderr.(*jsonLines); ok {
+		j.Flush()
+	}
 	os.Exit(code)
 }
 

@@ -17,13 +17,16 @@ package main
 //	    prints a command's usage with its flags in --name form.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -92,9 +95,133 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 		}
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
+		opts.ReplaceAttr = jsonAttr
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", l.Format)
+}
+
+// jsonAttr renders durations as numbers of seconds in JSON logs (the text
+// format shows them as Go durations, e.g. 1.5s).
+func jsonAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.Float64Value(a.Value.Duration().Seconds())
+	}
+	return a
+}
+
+// jsonLogRequested reports whether args ask for --log-format json, so
+// that messages written before the flags are parsed (signal notices) are
+// JSON too.
+func jsonLogRequested(args []string) bool {
+	for i, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--log-format=json" || a == "--log-format" && i+1 < len(args) && args[i+1] == "json" {
+			return true
+		}
+	}
+	return false
+}
+
+// lineLogger is an io.Writer that logs each line written to it as one
+// record, so a child's diagnostics (the local shim's stderr) stay JSON
+// lines under --log-format json.
+type lineLogger struct {
+	log     *slog.Logger
+	source  string
+	pending []byte
+}
+
+// Write logs every complete line of p; a partial line waits for the rest.
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.pending = append(l.pending, p...)
+	for {
+		i := bytes.IndexByte(l.pending, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if line := strings.TrimRight(string(l.pending[:i]), "\r"); line != "" {
+			l.log.Warn(line, "source", l.source)
+		}
+		l.pending = l.pending[i+1:]
+	}
+}
+
+// jsonLines is the stderr of a `--log-format json` run: lines that are
+// JSON objects pass through, any other line (a usage error, a signal
+// notice, a library's direct write) becomes a JSON log record, so every
+// stderr line parses as JSON.
+type jsonLines struct {
+	mu      sync.Mutex
+	w       io.Writer
+	log     *slog.Logger // JSON records straight to w
+	pending []byte
+}
+
+// newJSONLines returns a jsonLines writing to w.
+func newJSONLines(w io.Writer) *jsonLines {
+	return &jsonLines{w: w, log: slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: jsonAttr}))}
+}
+
+// Write passes complete JSON lines through and wraps the others.
+func (j *jsonLines) Write(p []byte) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.pending = append(j.pending, p...)
+	for {
+		i := bytes.IndexByte(j.pending, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		j.line(j.pending[:i+1])
+		j.pending = j.pending[i+1:]
+	}
+}
+
+// line writes one line (with its newline), as it is when it is a JSON
+// object, else wrapped.
+func (j *jsonLines) line(b []byte) {
+	t := bytes.TrimSpace(b)
+	switch {
+	case len(t) == 0:
+	case t[0] == '{' && json.Valid(t):
+		_, _ = j.w.Write(append(t, '\n'))
+	default:
+		j.log.Warn(string(t), "source", "tether")
+	}
+}
+
+// Flush writes a last unterminated line.
+func (j *jsonLines) Flush() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.pending) > 0 {
+		j.line(j.pending)
+		j.pending = nil
+	}
+}
+
+// jobAttrs returns the job summary's job-wide fields: the job's total
+// duration since start and the main scripts that never ran (skipped after
+// a failure, a cancel or the deadline).
+func jobAttrs(job client.Job, start time.Time, res client.Result) []any {
+	ran := map[string]bool{}
+	for _, st := range res.Statuses {
+		ran[st.Script] = true
+	}
+	var skipped []string
+	for _, sc := range job.Scripts {
+		if !ran[sc] {
+			skipped = append(skipped, sc)
+		}
+	}
+	attrs := []any{"duration", time.Since(start).Round(time.Millisecond)}
+	if len(skipped) > 0 {
+		attrs = append(attrs, "skipped", skipped)
+	}
+	return attrs
 }
 
 // progress returns a client.Options.Events callback that logs the
@@ -143,7 +270,8 @@ func progress(log *slog.Logger) func(client.Event) {
 
 // report logs the job's outcome: the final summary line, or why there is
 // no result.
-func report(log *slog.Logger, res client.Result, err error) {
+// extra are more fields for every summary line (jobAttrs).
+func report(log *slog.Logger, res client.Result, err error, extra ...any) {
 	if res.OutputDropped > 0 {
 		log.Warn("output limit reached: the rest of the job's output was dropped", "dropped_bytes", res.OutputDropped)
 	}
@@ -156,15 +284,16 @@ func report(log *slog.Logger, res client.Result, err error) {
 		if res.Reconnects > 0 {
 			attrs = append(attrs, "reconnects", res.Reconnects)
 		}
+		attrs = append(attrs, extra...)
 		if res.ExitCode != 0 {
 			log.Warn("job failed", attrs...)
 		} else {
 			log.Info("job succeeded", attrs...)
 		}
 	case res.Cancelled:
-		log.Error("job cancelled", "exit_code", res.ExitCode, "err", err)
+		log.Error("job cancelled", append([]any{"exit_code", res.ExitCode, "err", err}, extra...)...)
 	default:
-		log.Error("job failed", "exit_code", exitCode(res, err), "err", err)
+		log.Error("job failed", append([]any{"exit_code", exitCode(res, err), "err", err}, extra...)...)
 	}
 }
 

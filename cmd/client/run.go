@@ -71,6 +71,8 @@ type runFlags struct {
 
 	// Logger is set by runCmd from the log flags.
 	Logger *slog.Logger
+	// start is when runCmd began, for the job's total duration.
+	start time.Time
 }
 
 // DefaultHelperImage is the image that carries tether-shim (docs/ARCHITECTURE.md).
@@ -132,7 +134,7 @@ func newRunFlagSet(f *runFlags) *pflag.FlagSet {
 
 // runCmd is `tether run`.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var f runFlags
+	f := runFlags{start: time.Now()}
 	fs := newRunFlagSet(&f)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, pflag.ErrHelp) {

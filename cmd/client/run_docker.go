@@ -91,7 +91,7 @@ func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr 
 	f.OutputLimit.apply(&opts)
 	res, err := client.Run(ctx, ct, job, opts)
 
-	report(log, res, err)
+	report(log, res, err, jobAttrs(job, f.start, res)...)
 	return exitCode(res, err)
 }
 

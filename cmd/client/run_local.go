@@ -35,6 +35,9 @@ func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr i
 		// shim still stopping after a forced exit must not hold the
 		// caller's stderr open.
 		cfg.Stderr = struct{ io.Writer }{stderr}
+		if f.Format == "json" {
+			cfg.Stderr = &lineLogger{log: log, source: "tether-shim"}
+		}
 	}
 	shim, err := local.Start(ctx, cfg)
 	if err != nil {
@@ -57,7 +60,7 @@ func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr i
 	f.OutputLimit.apply(&opts)
 	res, err := client.Run(ctx, shim, job, opts)
 
-	report(log, res, err)
+	report(log, res, err, jobAttrs(job, f.start, res)...)
 	return exitCode(res, err)
 }
 
