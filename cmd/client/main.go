@@ -4,13 +4,14 @@
 //
 // Layout of this package (one owner per file):
 //
-//	main.go        subcommand dispatch, usage, version
+//	main.go        subcommand dispatch, usage, version, program name (kubectl-tether)
 //	run.go         `tether run`: every run flag (runFlags), validation, backend dispatch
 //	run_local.go   runLocal: the local backend (--local)
 //	run_kube.go    runKube: the Kubernetes backend (default)
 //	run_docker.go  runDocker: the docker/podman backend (--docker)
 //	attach.go      attachCmd: `tether attach`
 //	gc.go          gcCmd: `tether gc`
+//	completion.go  completionCmd: `tether completion bash|zsh|fish`
 //	output.go      shared helpers: logFlags/newLogger, progress events, result summary, exit codes
 //	signals.go     shared helpers: signal handling (first signal cancels, second exits)
 package main
