@@ -31,6 +31,9 @@ Deletes, in the given namespaces only:
     has passed, in any phase (a malformed value is reported and the pod skipped);
     pods without it but with GitLab's pod cleaner annotation
     ` + gc.GitLabTTLAnnotation + `: "DURATION" (e.g. "1h30m") likewise;
+  - Tether's pods (labelled ` + gc.ManagedByLabel + `=` + gc.ManagedByValue + `) that have ended
+    (phase Succeeded or Failed) once they are older than --grace, whatever
+    their TTL (--grace 0s: at once);
   - ConfigMaps and Secrets labelled ` + gc.ManagedByLabel + `=` + gc.ManagedByValue + ` whose owner pod
     is gone (missing or recreated with another UID), or that have no owner at all,
     once they are older than --grace.
@@ -65,7 +68,7 @@ func newGCFlagSet(f *gcFlags) *pflag.FlagSet {
 	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "clean every namespace (needs the ClusterRole)")
 	fs.Var(&f.DryRun, "dry-run", "report what would be deleted; delete nothing (--dry-run=server: let the apiserver check each delete without persisting it)")
 	fs.StringVarP(&f.Selector, "selector", "l", "", "extra label `SELECTOR` every object must match (e.g. tether.dev/runner=r1)")
-	fs.DurationVar(&f.Grace, "grace", gc.DefaultGrace, "minimum age of an owner-less ConfigMap/Secret before it is deleted")
+	fs.DurationVar(&f.Grace, "grace", gc.DefaultGrace, "minimum age of an ended Tether pod or an owner-less ConfigMap/Secret before it is deleted")
 	fs.StringVar(&f.Resources, "resources", "pods,configmaps,secrets", "comma-separated kinds to clean")
 	fs.Int64Var(&f.ChunkSize, "chunk-size", gc.DefaultChunkSize, "list page size")
 	fs.StringVar(&f.LogFormat, "log-format", "text", "report format on stdout: text or json")

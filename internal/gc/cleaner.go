@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,6 +116,12 @@ func (c *Cleaner) Run(ctx context.Context) (Summary, error) {
 	for _, ns := range c.opts.Namespaces {
 		// Pods seen alive in this namespace by the pod pass, by "ns/name".
 		seen := map[string]types.UID{}
+		if slices.Contains(c.opts.Kinds, KindPod) {
+			if err := c.endedPass(ctx, ns, seen, &sum); err != nil && ctx.Err() == nil {
+				sum.ListFailures++
+				c.report.Event(Event{Time: c.opts.Now(), Action: ActionFailed, Kind: KindPod, Namespace: ns, Error: err.Error()})
+			}
+		}
 		for _, kind := range c.opts.Kinds {
 			if err := ctx.Err(); err != nil {
 				c.report.Summary(c.opts.Now(), sum)
@@ -188,6 +195,9 @@ func (c *Cleaner) pod(ctx context.Context, obj *metav1.ObjectMeta, seen map[stri
 	if obj.DeletionTimestamp != nil {
 		return // already terminating; deleting again changes nothing
 	}
+	if uid, ok := seen[obj.Namespace+"/"+obj.Name]; ok && uid == "" {
+		return // deleted by the ended-pod pass of this run
+	}
 	now := c.opts.Now()
 	d := DecideTTL(obj.Annotations, obj.CreationTimestamp.Time, now)
 	switch d.State {
@@ -237,14 +247,15 @@ func (c *Cleaner) orphan(ctx context.Context, kind Kind, obj *metav1.ObjectMeta,
 }
 
 // delete deletes obj with a UID precondition (or reports it in dry-run mode)
-// and reports the outcome; ev carries the reason.
-func (c *Cleaner) delete(ctx context.Context, kind Kind, obj *metav1.ObjectMeta, counts *KindCounts, ev Event) {
+// and reports the outcome; ev carries the reason. It returns whether the
+// object is deleted (or would be, in dry-run mode).
+func (c *Cleaner) delete(ctx context.Context, kind Kind, obj *metav1.ObjectMeta, counts *KindCounts, ev Event) bool {
 	ev.Kind, ev.Namespace, ev.Name, ev.UID = kind, obj.Namespace, obj.Name, string(obj.UID)
 	ev.DryRun = c.opts.DryRun != DryRunNone
 	if c.opts.DryRun == DryRunClient {
 		ev.Action = ActionWouldDelete
 		c.report.Event(ev)
-		return
+		return true
 	}
 	uid := obj.UID
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
@@ -272,6 +283,7 @@ func (c *Cleaner) delete(ctx context.Context, kind Kind, obj *metav1.ObjectMeta,
 		counts.Failed++
 	}
 	c.report.Event(ev)
+	return ev.Action == ActionDeleted || ev.Action == ActionWouldDelete
 }
 
 func joinSelectors(a, b string) string {

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,10 +33,13 @@ type fakeStore struct {
 	expireContinueOnce bool
 	// failList makes lists of this kind fail.
 	failList Kind
+	// phase is each pod's status.phase by "ns/name" ("Running" when unset),
+	// matched by field selectors.
+	phase map[string]string
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{objs: map[Kind]map[string]metav1.PartialObjectMetadata{}, failDelete: map[string]bool{}}
+	return &fakeStore{objs: map[Kind]map[string]metav1.PartialObjectMetadata{}, failDelete: map[string]bool{}, phase: map[string]string{}}
 }
 
 func (f *fakeStore) add(kind Kind, m metav1.ObjectMeta) {
@@ -83,8 +87,19 @@ func (f *fakeStore) List(_ context.Context, kind Kind, ns string, opts metav1.Li
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	fsel, err := fields.ParseSelector(opts.FieldSelector)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
 	var keys []string
 	for k, o := range f.objs[kind] {
+		phase := f.phase[k]
+		if phase == "" {
+			phase = "Running"
+		}
+		if !fsel.Matches(fields.Set{"status.phase": phase}) {
+			continue
+		}
 		if (ns == "" || o.Namespace == ns) && sel.Matches(labels.Set(o.Labels)) && k > opts.Continue {
 			keys = append(keys, k)
 		}
