@@ -18,11 +18,12 @@ Follows the job running in POD's tether-shim from a new process (for example
 after the runner that started it was restarted): its output from the start
 of the job (or from --from, a stream offset) goes to stdout byte-exact, and
 tether exits with the job's exit code, like the 'tether run' that started it.
-Ctrl-C cancels the job, as with 'tether run'.
+Ctrl-C cancels the job, as with 'tether run'. Once it has seen the job finish
+(or cancelled it), tether deletes the pod as 'tether run' would, unless --keep.
 
 Examples:
   tether attach -n ci tether-3f2a9c1b0d
-  tether attach -n ci --exit --delete tether-3f2a9c1b0d
+  tether attach -n ci --keep --exit tether-3f2a9c1b0d
 `
 
 // attachFlags are the flags of `tether attach`.
@@ -35,7 +36,9 @@ type attachFlags struct {
 	From       int64
 	Protocol   string
 	Exit       bool
-	Delete     bool
+	Keep       bool
+	// Delete is the deprecated --delete, now the default.
+	Delete bool
 	// OutputLimit is --output-limit (output_limit.go).
 	OutputLimit outputLimit
 }
@@ -52,7 +55,9 @@ func newAttachFlagSet(f *attachFlags) *pflag.FlagSet {
 	fs.Int64Var(&f.From, "from", 0, "stream offset to replay from (0: the whole job)")
 	fs.StringVar(&f.Protocol, "protocol", "", "attach protocol: websocket, spdy, or empty for WebSocket with SPDY fallback")
 	fs.BoolVar(&f.Exit, "exit", false, "tell the shim to exit once the job finished (the pod then completes)")
+	fs.BoolVar(&f.Keep, "keep", false, "keep the pod after the job finished (default: delete it, as tether run does)")
 	fs.BoolVar(&f.Delete, "delete", false, "delete the pod once the job finished")
+	_ = fs.MarkDeprecated("delete", "the pod is deleted by default now; --keep keeps it")
 	return fs
 }
 
@@ -77,6 +82,9 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if f.From < 0 {
 		return bad("--from %d is negative", f.From)
+	}
+	if f.Keep && f.Delete {
+		return bad("--keep and --delete contradict each other")
 	}
 	proto := kube.Protocol(f.Protocol)
 	switch proto {
@@ -107,7 +115,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	res, err := client.Attach(ctx, t, f.From, opts)
 	report(log, res, err)
 	code := exitCode(res, err)
-	if f.Delete && (err == nil || res.Exit != nil || res.Cancelled) {
+	if !f.Keep && (err == nil || res.Exit != nil || res.Cancelled) {
 		pod, gerr := (&kube.Pod{Client: cs, Namespace: ns, Name: pos[0], Logger: log}).Get(context.WithoutCancel(ctx))
 		if gerr != nil {
 			log.Error("cannot delete the pod", "err", gerr)

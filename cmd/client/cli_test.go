@@ -41,6 +41,7 @@ func TestFlagErrorsSpellLongFlags(t *testing.T) {
 		{[]string{"run", "--local", "--bogus", "a.sh"}, "--bogus"},
 		{[]string{"run", "--local", "-qv", "a.sh"}, "--quiet and --verbose"},
 		{[]string{"attach", "--from", "x", "pod"}, `"--from"`},
+		{[]string{"attach", "--keep", "--delete", "pod"}, "--keep and --delete"},
 		{[]string{"gc", "--grace"}, "--grace"},
 	} {
 		_, stderr, code := tether(t, dir, c.args...)

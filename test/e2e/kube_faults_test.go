@@ -173,7 +173,7 @@ func TestKubeAttachFromNewProcess(t *testing.T) {
 	name := list.Items[0].Name
 	c.DumpPodOnFailure(t, ns, name)
 
-	res := runCLI(ctx, t, c, bin, "attach", "-n", ns, "--exit", "--delete", name)
+	res := runCLI(ctx, t, c, bin, "attach", "-n", ns, "--exit", name)
 	t.Logf("tether attach stderr:\n%s", res.stderr)
 	if res.stdout != want {
 		t.Fatalf("tether attach output:\n got %q\nwant %q", res.stdout, want)
@@ -213,7 +213,8 @@ func TestKubeAttachAfterShimExited(t *testing.T) {
 	// The job ends about 3 s later, the shim 3 s after that (idle).
 	c.WaitPodPhase(ctx, t, ns, name, corev1.PodFailed, 2*time.Minute)
 
-	res := runCLI(ctx, t, c, bin, "attach", "-n", ns, "--delete", name)
+	// No --keep: tether attach deletes the finished job's pod itself.
+	res := runCLI(ctx, t, c, bin, "attach", "-n", ns, name)
 	t.Logf("tether attach stderr:\n%s", res.stderr)
 	if res.stdout != want {
 		t.Fatalf("tether attach output:\n got %q\nwant %q", res.stdout, want)
