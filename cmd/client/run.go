@@ -100,6 +100,7 @@ Examples:
   tether run --local build.sh test.sh --after cleanup.sh
   tether run --image alpine:3 -n ci --timeout 30m build.sh
   tether run --image alpine:3 -n ci --restricted build.sh
+  tether run --config tether.yaml build.sh   # lines such as "image: alpine:3", "env: [A=1, B=2]"
 `
 
 // newRunFlagSet returns the FlagSet of `tether run` bound to f.
@@ -142,6 +143,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	if err := applyConfigFile(fs, f.Config); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	if err := f.validate(pos); err != nil {

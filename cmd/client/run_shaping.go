@@ -27,10 +27,12 @@ type shapingFlags struct {
 	Volumes          stringList // --volume KIND:…:PATH[:ro]
 	Labels           stringList // --label K=V
 	Annotations      stringList // --annotation K=V
+	Config           string     // --config FILE: flag values (configfile.go)
 }
 
 // registerShapingFlags adds the pod-shaping flags to fs.
 func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
+	fs.StringVar(&f.Config, configFlag, "", "read flag values from this YAML `FILE`: keys are long flag names, values strings, numbers, bools or lists (repeatable flags); flags on the command line win")
 	fs.StringVar(&f.CPU, "cpu", "", "CPU of the build container, as request and limit (e.g. 500m, 2) (Kubernetes)")
 	fs.StringVar(&f.Memory, "memory", "", "memory of the build container, as request and limit (e.g. 512Mi) (Kubernetes)")
 	fs.StringVar(&f.Requests, "requests", "", "resource requests of the build container, `cpu=…,memory=…` (over --cpu/--memory) (Kubernetes)")

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+)
+
+// configFlag is the flag that names a config file of flag values.
+const configFlag = "config"
+
+// applyConfigFile sets the flags of fs from the YAML file at path (nothing
+// when path is empty). Its top-level keys are long flag names; a value is a
+// string, number or bool, or for a repeatable flag (one whose usage says
+// "repeatable") a list of them, each set in turn. Flags given on the command
+// line win: a key whose flag fs.Parse already set is left alone. An unknown
+// key, a list for a flag that takes one value, a nested map, a null, or a
+// value the flag rejects is an error naming the key and the file. Call it
+// after fs.Parse, with any FlagSet: every flag registered on it is
+// configurable.
+func applyConfigFile(fs *pflag.FlagSet, path string) error {
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--%s: read the config file: %w", configFlag, err)
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return fmt.Errorf("--%s %s: not valid YAML: %w", configFlag, path, err)
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return fmt.Errorf("--%s %s: want a map of flag names to values: %w", configFlag, path, err)
+	}
+	keys := make([]string, 0, len(doc))
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		fl := fs.Lookup(key)
+		if fl == nil || key == configFlag {
+			return fmt.Errorf("%s: unknown key %q: keys are the long names of %s's flags", path, key, fs.Name())
+		}
+		if fl.Changed {
+			continue // the command line wins
+		}
+		values, err := configValues(doc[key], strings.Contains(fl.Usage, "repeatable"))
+		if err != nil {
+			return fmt.Errorf("%s: key %q (--%s): %w", path, key, key, err)
+		}
+		for _, v := range values {
+			if err := fs.Set(key, v); err != nil {
+				return fmt.Errorf("%s: key %q: invalid value %q for --%s: %w", path, key, v, key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// configValues turns one config value into the flag values to set.
+func configValues(v any, repeatable bool) ([]string, error) {
+	if list, ok := v.([]any); ok {
+		if !repeatable {
+			return nil, fmt.Errorf("a list, but the flag takes one value")
+		}
+		out := make([]string, 0, len(list))
+		for i, item := range list {
+			s, err := configScalar(item)
+			if err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	s, err := configScalar(v)
+	if err != nil {
+		return nil, err
+	}
+	return []string{s}, nil
+}
+
+func configScalar(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case bool:
+		return fmt.Sprint(v), nil
+	case json.Number:
+		return v.String(), nil
+	case nil:
+		return "", fmt.Errorf("no value (null)")
+	default:
+		return "", fmt.Errorf("want a string, number or bool, got %T", v)
+	}
+}
