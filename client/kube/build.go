@@ -84,6 +84,11 @@ func Build(spec Spec) (*Objects, error) {
 	}
 
 	objs.Pod = buildPod(s, meta(s.Name), objs)
+	if s.PodPatch != nil {
+		if objs.Pod, err = applyPodPatch(objs.Pod, s.PodPatch); err != nil {
+			return nil, err
+		}
+	}
 	return objs, nil
 }
 

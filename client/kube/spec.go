@@ -226,6 +226,9 @@ type Spec struct {
 	// the shim exits, the kubelet stops them and the pod ends. The job's
 	// exit code is always the scripts'.
 	Services []Service
+	// PodPatch, when set, is applied to the built pod last (patch.go);
+	// host networking and any other pod field are reachable through it.
+	PodPatch *PodPatch
 }
 
 var nameChars = regexp.MustCompile(`[^-._a-zA-Z0-9]+`)

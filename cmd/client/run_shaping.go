@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -28,6 +29,8 @@ type shapingFlags struct {
 	Labels           stringList // --label K=V
 	Annotations      stringList // --annotation K=V
 	Config           string     // --config FILE: flag values (configfile.go)
+	PodPatch         string     // --pod-patch FILE
+	PodPatchType     string     // --pod-patch-type strategic|json
 }
 
 // registerShapingFlags adds the pod-shaping flags to fs.
@@ -45,12 +48,14 @@ func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 	fs.Var(&f.Volumes, "volume", "mount a volume in the build container: `pvc:CLAIM:PATH`, hostpath:HOSTPATH:PATH, emptydir:PATH, emptydir-memory:PATH, configmap:NAME:PATH or secret:NAME:PATH, each with an optional :ro (repeatable) (Kubernetes)")
 	fs.Var(&f.Labels, "label", "pod label `K=V` (repeatable) (Kubernetes)")
 	fs.Var(&f.Annotations, "annotation", "pod annotation `K=V` (repeatable) (Kubernetes)")
+	fs.StringVar(&f.PodPatch, "pod-patch", "", "patch the pod last with this `FILE` (YAML or JSON): a strategic merge patch, or a JSON patch (RFC 6902) when it is a list; a patch that changes the shim's command, its stdin, Tether's volumes, labels or init container is refused (Kubernetes)")
+	fs.StringVar(&f.PodPatchType, "pod-patch-type", "", "`TYPE` of --pod-patch: strategic or json (default: json when the patch is a list, else strategic) (Kubernetes)")
 }
 
 // any reports whether a pod-shaping flag was given.
 func (f *shapingFlags) any() bool {
 	return f.CPU != "" || f.Memory != "" || f.Requests != "" || f.Limits != "" || f.ServiceAccount != "" ||
-		len(f.NodeSelector)+len(f.Tolerations)+len(f.PullSecrets)+len(f.Services)+len(f.Volumes)+len(f.Labels)+len(f.Annotations) > 0
+		f.PodPatch != "" || len(f.NodeSelector)+len(f.Tolerations)+len(f.PullSecrets)+len(f.Services)+len(f.Volumes)+len(f.Labels)+len(f.Annotations) > 0
 }
 
 // apply parses the flags into spec. Every error names its flag.
@@ -96,6 +101,28 @@ func (f *shapingFlags) apply(spec *kube.Spec) error {
 		spec.Volumes = append(spec.Volumes, vol)
 		spec.VolumeMounts = append(spec.VolumeMounts, mount)
 	}
+	return f.podPatch(spec)
+}
+
+// podPatch reads --pod-patch into spec.
+func (f *shapingFlags) podPatch(spec *kube.Spec) error {
+	typ := kube.PatchType(f.PodPatchType)
+	switch typ {
+	case kube.PatchDetect, kube.PatchStrategic, kube.PatchJSON:
+	default:
+		return fmt.Errorf("--pod-patch-type %q: want strategic or json", f.PodPatchType)
+	}
+	if f.PodPatch == "" {
+		if typ != kube.PatchDetect {
+			return errors.New("--pod-patch-type needs --pod-patch FILE")
+		}
+		return nil
+	}
+	data, err := os.ReadFile(f.PodPatch)
+	if err != nil {
+		return fmt.Errorf("--pod-patch: %w", err)
+	}
+	spec.PodPatch = &kube.PodPatch{Type: typ, Data: data}
 	return nil
 }
 
