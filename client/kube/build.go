@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -191,6 +192,9 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 			Volumes:    volumes,
 		},
 	}
+	if s.Helper != nil {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, helperContainer(s, build))
+	}
 	if s.Timeout > 0 {
 		ads := seconds(s.Timeout + s.DeadlineMargin)
 		pod.Spec.ActiveDeadlineSeconds = &ads
@@ -201,6 +205,38 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	}
 	applyShaping(s, pod)
 	return pod
+}
+
+// helperContainer returns Spec.Helper's container: the build container's
+// shim, arguments (its own spool) and mounts, without the job's variables,
+// as a native sidecar.
+func helperContainer(s Spec, build corev1.Container) corev1.Container {
+	always := corev1.ContainerRestartPolicyAlways
+	args := slices.Clone(build.Args)
+	for i, a := range args {
+		if strings.HasPrefix(a, "--spool-dir=") {
+			args[i] = "--spool-dir=" + HelperSpoolDir
+		}
+	}
+	var mounts []corev1.VolumeMount
+	for _, m := range build.VolumeMounts {
+		if m.Name != "scripts" {
+			mounts = append(mounts, m)
+		}
+	}
+	return corev1.Container{
+		Name:                     HelperContainer,
+		Image:                    s.Helper.Image,
+		ImagePullPolicy:          s.PullPolicy,
+		Command:                  []string{ShimPath},
+		Args:                     args,
+		Stdin:                    true,
+		VolumeMounts:             append(mounts, s.VolumeMounts...),
+		Resources:                *s.Helper.Resources.DeepCopy(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          s.SecurityContext.DeepCopy(),
+		RestartPolicy:            &always,
+	}
 }
 
 // ownedBy sets an ownerReference to the pod on meta.

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,6 +27,16 @@ type Service struct {
 	// Env are the service's variables (for example POSTGRES_PASSWORD).
 	Env map[string]string
 	// Resources are the service's requests and limits.
+	Resources corev1.ResourceRequirements
+}
+
+// Helper is the second shim container of a pod (Spec.Helper).
+type Helper struct {
+	// Image is the helper container's image; tether-shim is copied into
+	// it like into the build container, so any Linux image works.
+	// Required.
+	Image string
+	// Resources are the helper container's requests and limits.
 	Resources corev1.ResourceRequirements
 }
 
@@ -59,6 +70,12 @@ func (s *Spec) validateShaping() error {
 		}
 	}
 	used := map[string]bool{BuildContainer: true, InitContainer: true}
+	if s.Helper != nil {
+		if s.Helper.Image == "" {
+			return errors.New("kube: Spec.Helper has no image")
+		}
+		used[HelperContainer] = true
+	}
 	for i := range s.Services {
 		svc := &s.Services[i]
 		if svc.Image == "" {
@@ -71,7 +88,7 @@ func (s *Spec) validateShaping() error {
 			return fmt.Errorf("kube: service name %q: %s", svc.Name, strings.Join(errs, "; "))
 		}
 		if used[svc.Name] {
-			return fmt.Errorf("kube: service name %q is used twice (or is the build or init container's)", svc.Name)
+			return fmt.Errorf("kube: service name %q is used twice (or is the build, helper or init container's)", svc.Name)
 		}
 		used[svc.Name] = true
 		for _, a := range svc.Aliases {

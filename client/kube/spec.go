@@ -41,6 +41,8 @@ const (
 	BuildContainer = "build"
 	// InitContainer is the name of the init container that copies the shim.
 	InitContainer = "tether-init"
+	// HelperContainer is the name of the second shim container (Spec.Helper).
+	HelperContainer = "helper"
 	// ScriptsDir is where the scripts ConfigMap is mounted.
 	ScriptsDir = "/tether/scripts"
 	// ShimPath is where the build container finds tether-shim.
@@ -50,6 +52,8 @@ const (
 	InitMountPath = "/mnt/tether"
 	// SpoolDir keeps the shim's whole record stream for resume.
 	SpoolDir = "/tether/spool"
+	// HelperSpoolDir is the helper container's spool (Spec.Helper).
+	HelperSpoolDir = "/tether/spool-helper"
 	// FilesDir is the memory-backed volume the file command writes into
 	// (tether-shim --files-dir).
 	FilesDir = "/tether/files"
@@ -226,6 +230,15 @@ type Spec struct {
 	// the shim exits, the kubelet stops them and the pod ends. The job's
 	// exit code is always the scripts'.
 	Services []Service
+	// Helper, when set, adds a second container running tether-shim in
+	// serve mode (named HelperContainer), from an image with tools the
+	// build image may lack (GitLab's helper image: git and
+	// gitlab-runner-helper). It runs as a native sidecar, so it starts
+	// before the build container and never keeps the pod alive, and it
+	// mounts the build container's volumes (Spec.VolumeMounts, the files
+	// volume and /tmp): a client attaches to it by name (Pod.Container) to
+	// run scripts on the same files. It gets no job variables (Spec.Env).
+	Helper *Helper
 	// PodPatch, when set, is applied to the built pod last (patch.go);
 	// host networking and any other pod field are reachable through it.
 	PodPatch *PodPatch

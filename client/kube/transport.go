@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -172,7 +173,10 @@ func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface)
 		return "", fmt.Errorf("get pod %s/%s: %w", t.Namespace, t.Pod, err)
 	}
 	name := t.container(pod)
-	for _, st := range pod.Status.ContainerStatuses {
+	// A helper container (Spec.Helper) is a native sidecar: its status is
+	// among the init containers'.
+	statuses := append(slices.Clone(pod.Status.ContainerStatuses), pod.Status.InitContainerStatuses...)
+	for _, st := range statuses {
 		if st.Name != name {
 			continue
 		}
