@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -18,7 +19,8 @@ const configFlag = "config"
 // applyConfigFile sets the flags of fs from the YAML file at path (nothing
 // when path is empty). Its top-level keys are long flag names; a value is a
 // string, number or bool, or for a repeatable flag (one whose usage says
-// "repeatable") a list of them, each set in turn. Flags given on the command
+// "repeatable") a list of them, each set in turn, or a map, set as one
+// K=V value per key. Flags given on the command
 // line win: a key whose flag fs.Parse already set is left alone. An unknown
 // key, a list for a flag that takes one value, a nested map, a null, or a
 // value the flag rejects is an error naming the key and the file. Call it
@@ -70,6 +72,22 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 
 // configValues turns one config value into the flag values to set.
 func configValues(v any, repeatable bool) ([]string, error) {
+	if m, ok := v.(map[string]any); ok {
+		// A map for a repeatable K=V flag ("node-selector: {disk: ssd}"):
+		// one K=V value per key, in key order.
+		if !repeatable {
+			return nil, fmt.Errorf("a map, but the flag takes one value")
+		}
+		out := make([]string, 0, len(m))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			s, err := configScalar(m[k])
+			if err != nil {
+				return nil, fmt.Errorf("key %q: %w", k, err)
+			}
+			out = append(out, k+"="+s)
+		}
+		return out, nil
+	}
 	if list, ok := v.([]any); ok {
 		if !repeatable {
 			return nil, fmt.Errorf("a list, but the flag takes one value")

@@ -33,6 +33,7 @@ toleration:
   - gpu:NoSchedule
 node-selector: [pool=gpu]
 label: [team=x]
+annotation: {b: "2", a: one}
 cpu: 2
 `)
 	var f runFlags
@@ -48,6 +49,9 @@ cpu: 2
 	}
 	if !slices.Equal(f.Env, stringList{"A=1", "B=2"}) || !slices.Equal(f.Tolerations, stringList{"gpu:NoSchedule"}) || !slices.Equal(f.NodeSelector, stringList{"pool=gpu"}) {
 		t.Errorf("lists not set: env %v tolerations %v node-selector %v", f.Env, f.Tolerations, f.NodeSelector)
+	}
+	if !slices.Equal(f.Annotations, stringList{"a=one", "b=2"}) {
+		t.Errorf("a map for a K=V flag: annotations %v, want a=one and b=2 in key order", f.Annotations)
 	}
 	if f.Namespace != "cli-ns" || !slices.Equal(f.Labels, stringList{"from=cli"}) {
 		t.Errorf("command line did not win: namespace %q labels %v", f.Namespace, f.Labels)
@@ -65,6 +69,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"env: [{a: 1}]\n", `key "env" (--env): item 0: want a string, number or bool`},
 		{"image: a\nimage: b\n", "not valid YAML"},
 		{"- a\n", "want a map of flag names to values"},
+		{"image: {a: b}\n", `key "image" (--image): a map, but the flag takes one value`},
+		{"label: {a: [x]}\n", `key "label" (--label): key "a": want a string, number or bool`},
 	} {
 		path := writeConfig(t, tc.body)
 		var f runFlags

@@ -67,11 +67,15 @@ func TestGitLabBadInput(t *testing.T) {
 		{nil, []string{"prepare"}, "JOB_RESPONSE_FILE is not set"},
 		{[]string{"JOB_RESPONSE_FILE=" + filepath.Join(dir, "missing.json")}, []string{"prepare"}, "read the job response"},
 		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"prepare"}, "names no image and the driver config sets no default"},
-		{nil, []string{"config", "--config", filepath.Join(dir, "nope.yaml")}, "read the driver config"},
-		{nil, []string{"config", "--config", badCfg}, `unknown field "namespaces"`},
+		{nil, []string{"config", "--config", filepath.Join(dir, "nope.yaml")}, "the driver config: --config: read the config file"},
+		{nil, []string{"config", "--config", badCfg}, `unknown key "namespaces"`},
+		{nil, []string{"config", "--pull-policy", "Sometimes"}, `pull-policy "Sometimes": want Always, IfNotPresent or Never`},
+		{nil, []string{"config", "--builds-dir", "/tether/b"}, `builds-dir "/tether/b" would cover /tether`},
+		{nil, []string{"config", "--gitlab-helper-image", ""}, `gitlab-helper-image is empty`},
 		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"run", filepath.Join(dir, "no-script"), "build_script"}, "the stage script"},
 		{nil, []string{"run", "only-one-arg"}, "want 2 arguments"},
 		{nil, []string{"config", "--config", relShell}, `shell "bash" must be an absolute path`},
+		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"prepare", "--image", "alpine", "--memory", "lots"}, `--memory "lots"`},
 		{nil, []string{"explode"}, `unknown command "explode"`},
 	} {
 		out, errb, code := gitlabCLI(t, dir, tc.env, tc.args...)

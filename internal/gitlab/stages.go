@@ -50,3 +50,28 @@ func ReadExitCodes(getenv func(string) string) ExitCodes {
 		BuildExitCodeFile: getenv("BUILD_EXIT_CODE_FILE"),
 	}
 }
+
+// DefaultHelperImage is GitLab's own helper image for the runner's version
+// (x86_64): it has git and gitlab-runner-helper, which the stages in
+// HelperStages need. ${CI_RUNNER_VERSION} is the job variable the runner
+// sets.
+const DefaultHelperImage = "registry.gitlab.com/gitlab-org/gitlab-runner/gitlab-runner-helper:x86_64-v${CI_RUNNER_VERSION}"
+
+// HelperStages run in the helper container, where git and
+// gitlab-runner-helper are: fetching the sources, the caches and the
+// artifacts. Every other stage runs in the build container.
+var HelperStages = []string{
+	"get_sources", "restore_cache", "download_artifacts",
+	"archive_cache", "archive_cache_on_failure",
+	"upload_artifacts_on_success", "upload_artifacts_on_failure",
+}
+
+// InHelper reports whether stage runs in the helper container.
+func InHelper(stage string) bool {
+	for _, s := range HelperStages {
+		if s == stage {
+			return true
+		}
+	}
+	return false
+}

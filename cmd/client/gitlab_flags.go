@@ -1,0 +1,125 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tether-ci/tether/internal/gitlab"
+)
+
+// gitlabFlags are the driver's settings: flags of `tether gitlab`, or keys
+// of its config file (--config, default $TETHER_CONFIG), the same names and
+// file format as `tether run` (configfile.go). The pod-shaping ones are
+// tether run's own (shapingFlags).
+type gitlabFlags struct {
+	shapingFlags
+	Namespace, Kubeconfig, Context string
+	// Image is the build image of jobs that name none.
+	Image string
+	// HelperImage carries tether-shim (copied into every container).
+	HelperImage string
+	// GitLabHelperImage runs the stages that need git or
+	// gitlab-runner-helper ("none": every stage in the build container).
+	GitLabHelperImage string
+	PullPolicy        string
+	IdleTimeout       time.Duration
+	BuildsDir         string
+	CacheDir          string
+	// Shell runs every stage script (absolute path in the job image),
+	// whatever its #! line says: the runner's scripts start with
+	// #!/usr/bin/env bash, which images without /usr/bin/env cannot run.
+	Shell string
+}
+
+// gitlabNoHelper is the GitLabHelperImage that turns the helper container off.
+const gitlabNoHelper = "none"
+
+// newGitlabFlagSet returns the FlagSet of `tether gitlab` bound to f.
+func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
+	fs := newFlagSet("tether gitlab")
+	registerShapingFlags(fs, &f.shapingFlags)
+	fs.StringVarP(&f.Namespace, "namespace", "n", "", "Kubernetes `NAMESPACE` of the job pods (default: the kubeconfig's)")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
+	fs.StringVar(&f.Image, "image", "", "build image of jobs that name no image:")
+	fs.StringVar(&f.HelperImage, "helper-image", DefaultHelperImage, "image that carries tether-shim")
+	fs.StringVar(&f.GitLabHelperImage, "gitlab-helper-image", gitlab.DefaultHelperImage,
+		"image of the helper container that runs the stages needing git or gitlab-runner-helper (sources, caches, artifacts); ${NAME} is the job variable NAME, e.g. ${CI_RUNNER_VERSION}; none: every stage in the build container")
+	fs.StringVar(&f.PullPolicy, "pull-policy", "", "image pull `POLICY` of the job pods: Always, IfNotPresent or Never (default: Kubernetes')")
+	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 30*time.Minute, "the job pod ends itself when no stage runs and no driver process attached for this long (0 = never)")
+	fs.StringVar(&f.BuildsDir, "builds-dir", "/builds", "builds_dir: where the project is checked out, a volume shared by the build and helper containers")
+	fs.StringVar(&f.CacheDir, "cache-dir", "/cache", "cache_dir: where caches are kept, a volume shared by the build and helper containers")
+	fs.StringVar(&f.Shell, "shell", "/bin/bash", "runs every stage script, whatever its #! line (absolute path in the images)")
+	return fs
+}
+
+// parseGitlabFlags parses args (after the subcommand) and the config file
+// into f and returns the positional arguments.
+func parseGitlabFlags(f *gitlabFlags, args []string, getenv func(string) string) ([]string, error) {
+	fs := newGitlabFlagSet(f)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if f.Config == "" {
+		f.Config = getenv("TETHER_CONFIG")
+	}
+	if err := applyConfigFile(fs, f.Config); err != nil {
+		return nil, fmt.Errorf("the driver config: %w", err)
+	}
+	return pos, f.validate()
+}
+
+// validate checks the settings; every error names its setting.
+func (f *gitlabFlags) validate() error {
+	if !strings.HasPrefix(f.Shell, "/") {
+		return fmt.Errorf("shell %q must be an absolute path in the job image", f.Shell)
+	}
+	for name, dir := range map[string]string{"builds-dir": f.BuildsDir, "cache-dir": f.CacheDir} {
+		if !strings.HasPrefix(dir, "/") {
+			return fmt.Errorf("%s %q must be an absolute path", name, dir)
+		}
+		if d := strings.TrimRight(dir, "/"); d == "" || d == "/tether" || strings.HasPrefix(d, "/tether/") {
+			return fmt.Errorf("%s %q would cover /tether, where the shim lives", name, dir)
+		}
+	}
+	switch corev1.PullPolicy(f.PullPolicy) {
+	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return fmt.Errorf("pull-policy %q: want Always, IfNotPresent or Never", f.PullPolicy)
+	}
+	if f.IdleTimeout < 0 {
+		return errors.New("idle-timeout must not be negative")
+	}
+	if f.GitLabHelperImage == "" {
+		return fmt.Errorf("gitlab-helper-image is empty: name an image, or %q to run every stage in the build container", gitlabNoHelper)
+	}
+	return nil
+}
+
+// helperImage is the helper container's image for this job ("" for none):
+// ${NAME} in the setting is the job variable NAME (CUSTOM_ENV_NAME).
+func (f *gitlabFlags) helperImage(getenv func(string) string) (string, error) {
+	if f.GitLabHelperImage == gitlabNoHelper {
+		return "", nil
+	}
+	var missing []string
+	image := os.Expand(f.GitLabHelperImage, func(name string) string {
+		v := gitlab.Env(getenv, name)
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("gitlab-helper-image %q: the runner passed no %s: set gitlab-helper-image to a full image name (or %q)",
+			f.GitLabHelperImage, strings.Join(missing, ", "), gitlabNoHelper)
+	}
+	return image, nil
+}

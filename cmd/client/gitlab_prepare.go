@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/gitlab"
+)
+
+// gitlabLabels map pod labels to the job variables that fill them.
+var gitlabLabels = map[string]string{
+	"tether.dev/gitlab-project":  "CI_PROJECT_ID",
+	"tether.dev/gitlab-pipeline": "CI_PIPELINE_ID",
+	"tether.dev/gitlab-job":      "CI_JOB_ID",
+}
+
+// gitlabPrepare creates the job's pod and waits until it runs. Its output
+// (the pod's events included) goes to the job log.
+func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, codes gitlab.ExitCodes) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stdout, "ERROR: tether: "+format+"\n", args...)
+		return codes.SystemFailure
+	}
+	job, err := gitlab.ReadJob(os.Getenv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	name, err := gitlab.PodName(os.Getenv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	// Settings first: bad ones fail before anything touches the cluster.
+	spec, err := gitlabSpec(cfg, job, name, os.Getenv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	jobLog := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	pod, _, err := gitlabPod(cfg, jobLog)
+	if err != nil {
+		return fail("%v", err)
+	}
+	spec.Namespace = pod.Namespace
+	objs, err := kube.Build(spec)
+	if err != nil {
+		return fail("cannot build the job's pod: %v", err)
+	}
+	created, err := kube.Create(ctx, pod.Client, objs, jobLog)
+	if err != nil {
+		return fail("cannot create the job's pod: %v", err)
+	}
+	fmt.Fprintf(stdout, "tether: pod %s/%s created (image %s); waiting for it to run\n", created.Namespace, created.Name, spec.Image)
+	if err := created.WaitRunning(ctx, kube.WaitOptions{}); err != nil {
+		return fail("the job's pod did not start: %v", err)
+	}
+	fmt.Fprintf(stdout, "tether: pod %s/%s is running\n", created.Namespace, created.Name)
+	return 0
+}
+
+// gitlabSpec is the job's pod: the job's image (or the configured one) and
+// services, the driver's pod shaping, the builds and cache volumes shared
+// with the helper container, and the job's timeout. The caller fills in
+// the namespace.
+func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(string) string) (kube.Spec, error) {
+	spec := kube.Spec{
+		Name: name, JobID: name,
+		Image: job.Image.Name, HelperImage: cfg.HelperImage, Serve: true,
+		Timeout: job.Timeout(), PullPolicy: corev1.PullPolicy(cfg.PullPolicy),
+		IdleTimeout: cfg.IdleTimeout,
+	}
+	if spec.Image == "" {
+		spec.Image = cfg.Image
+	}
+	if spec.Image == "" {
+		return spec, fmt.Errorf("the job names no image and the driver config sets no default (image: in %s)", cfg.Config)
+	}
+	if err := cfg.shapingFlags.apply(&spec); err != nil {
+		return spec, fmt.Errorf("the driver config: %w", err)
+	}
+	if spec.Labels == nil {
+		spec.Labels = map[string]string{}
+	}
+	for label, v := range gitlabLabels {
+		if val := gitlab.Env(getenv, v); val != "" {
+			spec.Labels[label] = val
+		}
+	}
+	for i, s := range job.Services {
+		if s.Name == "" {
+			return spec, fmt.Errorf("service %d of the job has no name (image)", i)
+		}
+		svc := kube.Service{Image: s.Name, Command: s.Entrypoint, Args: s.Command, Env: map[string]string{}}
+		if s.Alias != "" {
+			svc.Aliases = []string{s.Alias}
+		}
+		for _, v := range s.Variables {
+			svc.Env[v.Key] = v.Value
+		}
+		spec.Services = append(spec.Services, svc)
+	}
+	for _, dir := range []struct{ name, path string }{{"builds", cfg.BuildsDir}, {"cache", cfg.CacheDir}} {
+		// A volume the admin mounts there (a cache PVC, say) wins.
+		if slices.ContainsFunc(spec.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir.path }) {
+			continue
+		}
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "gitlab-" + dir.name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		spec.VolumeMounts = append(spec.VolumeMounts, corev1.VolumeMount{Name: "gitlab-" + dir.name, MountPath: dir.path})
+	}
+	helper, err := cfg.helperImage(getenv)
+	if err != nil {
+		return spec, err
+	}
+	if helper != "" {
+		spec.Helper = &kube.Helper{Image: helper}
+	}
+	return spec, nil
+}

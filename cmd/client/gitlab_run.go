@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/gitlab"
+	"github.com/tether-ci/tether/protocol"
+)
+
+// gitlabRun delivers one stage's script over the attach stream, runs it in
+// the build container (or the helper container, for the stages that need
+// git or gitlab-runner-helper) and maps the result onto the runner's exit
+// codes.
+func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdout, stderr io.Writer, log *slog.Logger, codes gitlab.ExitCodes) int {
+	content, err := os.ReadFile(script)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether gitlab run: the stage script: %v\n", err)
+		return codes.SystemFailure
+	}
+	if !gitlab.KnownStage(stage) {
+		log.Warn("unknown stage; running it in the build container", "stage", stage)
+	}
+	job, err := gitlab.ReadJob(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
+		return codes.SystemFailure
+	}
+	pod, transport, err := gitlabPod(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
+		return codes.SystemFailure
+	}
+	helper, err := cfg.helperImage(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
+		return codes.SystemFailure
+	}
+	if helper != "" && gitlab.InHelper(stage) {
+		pod.Container = kube.HelperContainer
+	}
+	// Earlier stages' records stay in the shim's stream: start after them.
+	from, err := client.StreamEnd(ctx, transport(kube.TransportOptions{Logger: log}), 0, client.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "tether gitlab run: pod %s/%s container %s: %v\n", pod.Namespace, pod.Name, pod.Container, err)
+		return codes.SystemFailure
+	}
+	target := path.Join(kube.FilesDir, stage)
+	res, err := client.Run(ctx, transport(kube.TransportOptions{Logger: log}), client.Job{
+		ID:      stage + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		Scripts: []string{target},
+		Files:   []client.File{{Path: target, Content: content}},
+		Mask:    job.MaskedValues(),
+		Shell:   cfg.Shell,
+	}, client.Options{Output: stdout, Logger: log, From: from})
+	switch {
+	case err == nil && res.ExitCode == 0:
+		return 0
+	case err == nil || res.Cancelled || (res.Exit != nil && res.Exit.Reason == protocol.ReasonDeadline):
+		code := res.ExitCode
+		if code == 0 {
+			code = 1
+		}
+		if res.Exit != nil && res.Exit.Reason == protocol.ReasonDeadline {
+			fmt.Fprintf(stdout, "\nERROR: tether: the job's timeout (%s) passed: stage %s was stopped\n", job.Timeout(), stage)
+		}
+		if codes.BuildExitCodeFile != "" {
+			if werr := os.WriteFile(codes.BuildExitCodeFile, []byte(strconv.Itoa(code)), 0o600); werr != nil {
+				log.Error("cannot write BUILD_EXIT_CODE_FILE", "err", werr)
+				return codes.SystemFailure
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "tether gitlab run: stage %s of pod %s ended: %v\n", stage, pod.Name, err)
+		}
+		return codes.BuildFailure
+	default:
+		fmt.Fprintf(stderr, "tether gitlab run: stage %s in pod %s/%s failed: %v\n", stage, pod.Namespace, pod.Name, err)
+		return codes.SystemFailure
+	}
+}
+
+// gitlabCleanup deletes the job's pod; a pod that is already gone is fine.
+func gitlabCleanup(ctx context.Context, cfg *gitlabFlags, stderr io.Writer, log *slog.Logger, codes gitlab.ExitCodes) int {
+	pod, _, err := gitlabPod(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether gitlab cleanup: %v\n", err)
+		return codes.SystemFailure
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	defer cancel()
+	got, err := pod.Get(ctx)
+	if apierrors.IsNotFound(err) {
+		return 0 // never created, or already gone
+	}
+	if err == nil {
+		pod.UID = got.UID
+		err = pod.Delete(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tether gitlab cleanup: delete pod %s/%s: %v\n", pod.Namespace, pod.Name, err)
+		return codes.SystemFailure
+	}
+	return 0
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/gitlab"
+)
+
+func gitlabTestFlags(t *testing.T, args ...string) *gitlabFlags {
+	t.Helper()
+	var f gitlabFlags
+	if _, err := parseGitlabFlags(&f, args, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	return &f
+}
+
+// The job's pod: the job's image and services, the driver's shaping, the
+// builds and cache volumes in both shim containers, GitLab's helper image
+// for the runner's version, the job's labels and timeout.
+func TestGitLabSpec(t *testing.T) {
+	cfg := gitlabTestFlags(t, "--cpu", "500m", "--toleration", "pool=ci:NoSchedule", "--label", "team=x", "--idle-timeout", "5m")
+	job := &gitlab.Job{Image: gitlab.Image{Name: "golang:1.26"}, Services: []gitlab.Service{{Name: "postgres:16", Alias: "db",
+		Variables: []gitlab.Variable{{Key: "POSTGRES_PASSWORD", Value: "pw"}}}}}
+	job.Runner.Timeout = 600
+	env := map[string]string{"CUSTOM_ENV_CI_RUNNER_VERSION": "18.1.0", "CUSTOM_ENV_CI_JOB_ID": "5", "CUSTOM_ENV_CI_PROJECT_ID": "42"}
+	spec, err := gitlabSpec(cfg, job, "tether-gitlab-r1-j5", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Image != "golang:1.26" || !spec.Serve || spec.Timeout != 10*time.Minute || spec.IdleTimeout != 5*time.Minute {
+		t.Errorf("spec %+v", spec)
+	}
+	if spec.Helper == nil || spec.Helper.Image != "registry.gitlab.com/gitlab-org/gitlab-runner/gitlab-runner-helper:x86_64-v18.1.0" {
+		t.Errorf("helper %+v: want GitLab's helper image of the runner's version", spec.Helper)
+	}
+	if spec.Labels["team"] != "x" || spec.Labels["tether.dev/gitlab-project"] != "42" || spec.Labels["tether.dev/gitlab-job"] != "5" {
+		t.Errorf("labels %v", spec.Labels)
+	}
+	if len(spec.Tolerations) != 1 || !spec.Resources.Limits.Cpu().Equal(*spec.Resources.Requests.Cpu()) {
+		t.Errorf("shaping: tolerations %v resources %v", spec.Tolerations, spec.Resources)
+	}
+	if len(spec.Services) != 1 || spec.Services[0].Aliases[0] != "db" || spec.Services[0].Env["POSTGRES_PASSWORD"] != "pw" {
+		t.Errorf("services %+v", spec.Services)
+	}
+	spec.Namespace = "ci"
+	objs, err := kube.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []corev1.Container{objs.Pod.Spec.Containers[0], objs.Pod.Spec.InitContainers[1]} {
+		for _, dir := range []string{"/builds", "/cache"} {
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir }) {
+				t.Errorf("container %s does not mount %s: %+v", c.Name, dir, c.VolumeMounts)
+			}
+		}
+	}
+	if objs.ConfigMap != nil || objs.Secret != nil {
+		t.Errorf("a GitLab job pod stores nothing in ConfigMaps or Secrets: %+v %+v", objs.ConfigMap, objs.Secret)
+	}
+}
+
+func TestGitLabSpecSettings(t *testing.T) {
+	job := &gitlab.Job{}
+	noEnv := func(string) string { return "" }
+	// No runner version: the default helper image cannot be named.
+	_, err := gitlabSpec(gitlabTestFlags(t, "--image", "alpine"), job, "p", noEnv)
+	if err == nil || !strings.Contains(err.Error(), "the runner passed no CI_RUNNER_VERSION") {
+		t.Errorf("no runner version: %v", err)
+	}
+	// none: no helper container; a cache volume of the admin's wins.
+	spec, err := gitlabSpec(gitlabTestFlags(t, "--image", "alpine", "--gitlab-helper-image", "none", "--volume", "pvc:ci-cache:/cache"), job, "p", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Helper != nil || spec.Image != "alpine" {
+		t.Errorf("spec %+v", spec)
+	}
+	var caches int
+	for _, m := range spec.VolumeMounts {
+		if m.MountPath == "/cache" {
+			caches++
+		}
+	}
+	if caches != 1 {
+		t.Errorf("mounts %+v: want only the admin's volume at /cache", spec.VolumeMounts)
+	}
+	if _, err := gitlabSpec(gitlabTestFlags(t, "--gitlab-helper-image", "none"), job, "p", noEnv); err == nil || !strings.Contains(err.Error(), "names no image") {
+		t.Errorf("no image: %v", err)
+	}
+	if _, err := gitlabSpec(gitlabTestFlags(t, "--image", "a", "--gitlab-helper-image", "none", "--node-selector", "nokv"), job, "p", noEnv); err == nil || !strings.Contains(err.Error(), "--node-selector") {
+		t.Errorf("bad shaping: %v", err)
+	}
+}
+
+func TestGitLabStagesInHelper(t *testing.T) {
+	for stage, want := range map[string]bool{"get_sources": true, "restore_cache": true, "upload_artifacts_on_failure": true,
+		"build_script": false, "step_script": false, "after_script": false, "prepare_script": false, "cleanup_file_variables": false, "step_x": false} {
+		if gitlab.InHelper(stage) != want {
+			t.Errorf("InHelper(%s) = %v", stage, !want)
+		}
+	}
+}
