@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build-images.sh [NAME...] — build the tether images (helper, busybox, bash,
-# pause; default: all) from images/NAME/Dockerfile without a registry, and
+# git, pause; default: all) from images/NAME/Dockerfile without a registry, and
 # save each as a docker-archive tarball bin/images/NAME.tar tagged
 # localhost/tether/NAME:dev. Called by `make images` (after `make build`).
 #
@@ -20,7 +20,7 @@ tag="${TETHER_IMAGE_TAG:-dev}"
 cache="${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
 version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 out="$root/bin/images"
-all=(helper busybox bash pause)
+all=(helper busybox bash git pause)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 
@@ -85,6 +85,27 @@ prepare() {
       rm -f "$ctx/rootfs/bin/bash"
       cp "$bs" "$ctx/rootfs/bin/bash"
       chmod 0755 "$ctx/rootfs/bin/bash"
+      ;;
+    git)
+      prepare bash
+      mv "$out/ctx/bash/rootfs" "$ctx/rootfs"
+      rm -rf "$out/ctx/bash"
+      local g=/usr/bin/git remote=/usr/lib/git-core/git-remote-http
+      [ -x "$g" ] && [ -x "$remote" ] || die "git is missing: apt-get install git"
+      mkdir -p "$ctx/rootfs/usr/lib/git-core"
+      rm -f "$ctx/rootfs/usr/bin/git"
+      cp "$g" "$ctx/rootfs/usr/bin/git"
+      cp "$g" "$ctx/rootfs/usr/lib/git-core/git"
+      cp "$remote" "$ctx/rootfs/usr/lib/git-core/git-remote-http"
+      ln -s git-remote-http "$ctx/rootfs/usr/lib/git-core/git-remote-https"
+      mkdir -p "$ctx/rootfs/usr/share/git-core"
+      cp -r /usr/share/git-core/templates "$ctx/rootfs/usr/share/git-core/"
+      # The shared libraries both load, and the loader, where ldd finds them.
+      local lib
+      for lib in $( (ldd "$g"; ldd "$remote") | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u); do
+        mkdir -p "$ctx/rootfs$(dirname "$lib")"
+        cp -L "$lib" "$ctx/rootfs$lib"
+      done
       ;;
     pause)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/pause" ./images/pause

@@ -58,6 +58,9 @@ var (
 	BusyboxImage = "localhost/tether/busybox:" + imageTag()
 	// BashImage is bash-static as /bin/bash plus the busybox applets.
 	BashImage = "localhost/tether/bash:" + imageTag()
+	// GitImage is BashImage plus Debian's git (and git-remote-http): the
+	// GitLab driver tests' helper container.
+	GitImage = "localhost/tether/git:" + imageTag()
 )
 
 // PauseImage is the node's sandbox image (always tagged dev: the node's

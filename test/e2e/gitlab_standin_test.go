@@ -41,16 +41,36 @@ const (
 	standInSystemFailure = 2
 )
 
+// standInJob is what a test changes in the stand-in's job.
+type standInJob struct {
+	// Variables are the job's variables (key, value, masked).
+	Variables []map[string]any
+	// Services are the job's services (name, alias, entrypoint, command).
+	Services []map[string]any
+	// Timeout is the job's timeout (default 10 minutes).
+	Timeout time.Duration
+	// Config is added to the driver's config file.
+	Config string
+}
+
 func newRunnerStandIn(t *testing.T, c *Cluster, ns string, variables []map[string]any) *runnerStandIn {
+	return newRunnerStandInJob(t, c, ns, standInJob{Variables: variables})
+}
+
+func newRunnerStandInJob(t *testing.T, c *Cluster, ns string, sj standInJob) *runnerStandIn {
 	t.Helper()
 	dir := t.TempDir()
 	id := time.Now().UnixNano() % 1_000_000_000
 	jobID := fmt.Sprint(id)
+	if sj.Timeout == 0 {
+		sj.Timeout = 10 * time.Minute
+	}
 	job := map[string]any{
 		"id":          id,
 		"image":       map[string]any{"name": BashImage},
-		"variables":   variables,
-		"runner_info": map[string]any{"timeout": 600},
+		"variables":   sj.Variables,
+		"services":    sj.Services,
+		"runner_info": map[string]any{"timeout": int(sj.Timeout.Seconds())},
 	}
 	b, err := json.Marshal(job)
 	if err != nil {
@@ -61,7 +81,8 @@ func newRunnerStandIn(t *testing.T, c *Cluster, ns string, variables []map[strin
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "tether.yaml")
-	conf := fmt.Sprintf("namespace: %s\nkubeconfig: %s\nhelper-image: %s\npull-policy: Never\n", ns, c.Kubeconfig, HelperImage)
+	conf := fmt.Sprintf("namespace: %s\nkubeconfig: %s\nhelper-image: %s\ngitlab-helper-image: %s\npull-policy: Never\n%s",
+		ns, c.Kubeconfig, HelperImage, GitImage, sj.Config)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -72,11 +93,12 @@ func newRunnerStandIn(t *testing.T, c *Cluster, ns string, variables []map[strin
 		fmt.Sprintf("SYSTEM_FAILURE_EXIT_CODE=%d", standInSystemFailure),
 		"TETHER_CONFIG="+cfg,
 		"CUSTOM_ENV_CI_RUNNER_ID=7",
+		"CUSTOM_ENV_CI_RUNNER_VERSION=18.0.0",
 		"CUSTOM_ENV_CI_JOB_ID="+jobID,
 		"CUSTOM_ENV_CI_PROJECT_ID=42",
 		"CUSTOM_ENV_CI_PIPELINE_ID=99",
 	)
-	for _, v := range variables {
+	for _, v := range sj.Variables {
 		r.env = append(r.env, fmt.Sprintf("CUSTOM_ENV_%s=%s", v["key"], v["value"]))
 	}
 	return r

@@ -1,0 +1,163 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gitHTTPServer serves the repositories under root over git's smart HTTP
+// protocol (git http-backend, as a CGI program) on 127.0.0.1, and returns
+// its base URL.
+func gitHTTPServer(t *testing.T, root string) string {
+	t.Helper()
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatalf("git is needed to serve a repository: %v (apt-get install git)", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &cgi.Handler{Path: git, Args: []string{"http-backend"}, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// gitRepo makes a bare repository root/NAME.git with one commit holding
+// README, and returns the commit's SHA.
+func gitRepo(t *testing.T, root, name, readme string) string {
+	t.Helper()
+	work := t.TempDir()
+	git := func(dir string, args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "HOME="+work)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git(work, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(work, "README"), []byte(readme), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(work, "add", "README")
+	git(work, "commit", "-q", "-m", "first")
+	git(work, "clone", "-q", "--bare", work, filepath.Join(root, name+".git"))
+	return git(work, "rev-parse", "HEAD")
+}
+
+// TestGitLabDriverGetSources: get_sources runs in the helper container
+// (git is in the helper image, not in the build image) and fetches a
+// repository over git's HTTP protocol from 127.0.0.1 (the pod is put on
+// the host's network by a pod patch in the driver config: a test-only
+// setting); build_script, in the build container, reads the checked-out
+// file from the shared builds volume.
+func TestGitLabDriverGetSources(t *testing.T) {
+	c := NewCluster(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "gitlab-git")
+	root := t.TempDir()
+	sha := gitRepo(t, root, "project", "from-the-repository\n")
+	url := gitHTTPServer(t, root) + "/project.git"
+	patch := filepath.Join(t.TempDir(), "host-network.yaml")
+	if err := os.WriteFile(patch, []byte("spec:\n  hostNetwork: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunnerStandInJob(t, c, ns, standInJob{Config: "pod-patch: " + patch + "\n"})
+	r.prepare(ctx)
+	vars := map[string]string{"CI_REPOSITORY_URL": url, "CI_COMMIT_SHA": sha}
+	// Shaped like the runner's get_sources: fetch into the builds dir,
+	// check the commit out, clean.
+	got, code, _ := r.run(ctx, "get_sources", `echo "Fetching changes with git depth set to 20..."
+git init -q .
+git remote add origin "$CI_REPOSITORY_URL"
+git fetch -q origin '+refs/heads/*:refs/remotes/origin/*'
+echo "Checking out ${CI_COMMIT_SHA:0:8} as detached HEAD..."
+git -c advice.detachedHead=false checkout -f -q "$CI_COMMIT_SHA"
+git clean -ffdx
+`, vars)
+	if code != 0 {
+		t.Fatalf("get_sources: exit %d, output %q", code, got)
+	}
+	want := "Fetching changes with git depth set to 20...\nChecking out " + sha[:8] + " as detached HEAD...\n"
+	if got != want {
+		t.Fatalf("get_sources output %q, want %q", got, want)
+	}
+	got, code, _ = r.run(ctx, "build_script", "cat README\nif command -v git >/dev/null; then echo 'git in the build image'; fi\n", nil)
+	if code != 0 || got != "from-the-repository\n" {
+		t.Fatalf("build_script: exit %d, output %q; want the repository's README (and no git in the build image)", code, got)
+	}
+	r.cleanup(ctx)
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+}
+
+// TestGitLabDriverService: a job's service (busybox httpd, entrypoint and
+// command from the job) is reachable from build_script under its alias;
+// the stage's exit code is the script's.
+func TestGitLabDriverService(t *testing.T) {
+	c := NewCluster(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "gitlab-svc")
+	r := newRunnerStandInJob(t, c, ns, standInJob{Services: []map[string]any{{
+		"name":       BusyboxImage,
+		"alias":      "web",
+		"entrypoint": []string{"sh", "-c"},
+		"command":    []string{"mkdir -p /tmp/www && echo service-says-hi > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"},
+	}}})
+	r.prepare(ctx)
+	got, code, written := r.run(ctx, "build_script", `for i in $(seq 1 30); do
+  if body=$(wget -q -O - http://web:8080/index.html 2>/dev/null); then echo "$body"; exit 4; fi
+  sleep 1
+done
+echo "the service never answered"
+exit 9
+`, nil)
+	if code != standInBuildFailure || written != "4" || got != "service-says-hi\n" {
+		t.Fatalf("build_script: exit %d, BUILD_EXIT_CODE_FILE %q, output %q; want %d, 4 and the service's page", code, written, got, standInBuildFailure)
+	}
+	r.cleanup(ctx)
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+}
+
+// TestGitLabDriverTimeout: a job whose timeout is shorter than its script
+// is stopped in band by the shim at the deadline: run exits long before the
+// script would have, as a build failure saying the timeout passed, and
+// cleanup leaves nothing.
+func TestGitLabDriverTimeout(t *testing.T) {
+	c := NewCluster(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "gitlab-timeout")
+	r := newRunnerStandInJob(t, c, ns, standInJob{Timeout: 25 * time.Second})
+	r.prepare(ctx)
+	start := time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	got, code, written := r.run(runCtx, "build_script", "echo started\nsleep 600\necho not-reached\n", nil)
+	took := time.Since(start)
+	t.Logf("build_script ended after %v: exit %d, BUILD_EXIT_CODE_FILE %q, output %q", took, code, written, got)
+	if code != standInBuildFailure || written == "" || written == "0" {
+		t.Fatalf("exit %d, BUILD_EXIT_CODE_FILE %q; want a build failure with the script's code", code, written)
+	}
+	if !strings.HasPrefix(got, "started\n") || strings.Contains(got, "not-reached") || !strings.Contains(got, "timeout (25s) passed") {
+		t.Fatalf("output %q: want the script's start and the timeout message", got)
+	}
+	if took > 2*time.Minute {
+		t.Fatalf("the stage ran %v: the job's timeout did not stop it", took)
+	}
+	r.cleanup(ctx)
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+}
