@@ -27,10 +27,12 @@ type gitlabFlags struct {
 	// GitLabHelperImage runs the stages that need git or
 	// gitlab-runner-helper ("none": every stage in the build container).
 	GitLabHelperImage string
-	PullPolicy        string
-	IdleTimeout       time.Duration
-	BuildsDir         string
-	CacheDir          string
+	// HelperResources are the helper container's (--gitlab-helper-cpu, …).
+	HelperResources resourceFlags
+	PullPolicy      string
+	IdleTimeout     time.Duration
+	BuildsDir       string
+	CacheDir        string
 	// Shell runs every stage script (absolute path in the job image),
 	// whatever its #! line says: the runner's scripts start with
 	// #!/usr/bin/env bash, which images without /usr/bin/env cannot run.
@@ -51,6 +53,8 @@ func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
 	fs.StringVar(&f.HelperImage, "helper-image", DefaultHelperImage, "image that carries tether-shim")
 	fs.StringVar(&f.GitLabHelperImage, "gitlab-helper-image", gitlab.DefaultHelperImage,
 		"image of the helper container that runs the stages needing git or gitlab-runner-helper (sources, caches, artifacts); ${NAME} is the job variable NAME, e.g. ${CI_RUNNER_VERSION}; none: every stage in the build container")
+	f.HelperResources.prefix = "gitlab-helper-"
+	f.HelperResources.register(fs, "the helper container")
 	fs.StringVar(&f.PullPolicy, "pull-policy", "", "image pull `POLICY` of the job pods: Always, IfNotPresent or Never (default: Kubernetes')")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 30*time.Minute, "the job pod ends itself when no stage runs and no driver process attached for this long (0 = never)")
 	fs.StringVar(&f.BuildsDir, "builds-dir", "/builds", "builds_dir: where the project is checked out, a volume shared by the build and helper containers")

@@ -91,11 +91,15 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 			spec.Labels[label] = val
 		}
 	}
+	svcResources, err := cfg.ServiceResources.parse()
+	if err != nil {
+		return spec, fmt.Errorf("the driver config: %w", err)
+	}
 	for i, s := range job.Services {
 		if s.Name == "" {
 			return spec, fmt.Errorf("service %d of the job has no name (image)", i)
 		}
-		svc := kube.Service{Image: s.Name, Command: s.Entrypoint, Args: s.Command, Env: map[string]string{}}
+		svc := kube.Service{Image: s.Name, Command: s.Entrypoint, Args: s.Command, Env: map[string]string{}, Resources: svcResources}
 		if s.Alias != "" {
 			svc.Aliases = []string{s.Alias}
 		}
@@ -117,7 +121,11 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 		return spec, err
 	}
 	if helper != "" {
-		spec.Helper = &kube.Helper{Image: helper}
+		res, err := cfg.HelperResources.parse()
+		if err != nil {
+			return spec, fmt.Errorf("the driver config: %w", err)
+		}
+		spec.Helper = &kube.Helper{Image: helper, Resources: res}
 	}
 	return spec, nil
 }

@@ -25,7 +25,8 @@ func gitlabTestFlags(t *testing.T, args ...string) *gitlabFlags {
 // builds and cache volumes in both shim containers, GitLab's helper image
 // for the runner's version, the job's labels and timeout.
 func TestGitLabSpec(t *testing.T) {
-	cfg := gitlabTestFlags(t, "--cpu", "500m", "--toleration", "pool=ci:NoSchedule", "--label", "team=x", "--idle-timeout", "5m")
+	cfg := gitlabTestFlags(t, "--cpu", "500m", "--toleration", "pool=ci:NoSchedule", "--label", "team=x", "--idle-timeout", "5m",
+		"--gitlab-helper-memory", "128Mi", "--service-limits", "cpu=1", "--service-requests", "cpu=100m")
 	job := &gitlab.Job{Image: gitlab.Image{Name: "golang:1.26"}, Services: []gitlab.Service{{Name: "postgres:16", Alias: "db",
 		Variables: []gitlab.Variable{{Key: "POSTGRES_PASSWORD", Value: "pw"}}}}}
 	job.Runner.Timeout = 600
@@ -48,6 +49,12 @@ func TestGitLabSpec(t *testing.T) {
 	}
 	if len(spec.Services) != 1 || spec.Services[0].Aliases[0] != "db" || spec.Services[0].Env["POSTGRES_PASSWORD"] != "pw" {
 		t.Errorf("services %+v", spec.Services)
+	}
+	if r := spec.Services[0].Resources; r.Requests.Cpu().String() != "100m" || r.Limits.Cpu().String() != "1" {
+		t.Errorf("job service resources %+v, want the config's service-requests/limits", r)
+	}
+	if r := spec.Helper.Resources; r.Requests.Memory().String() != "128Mi" || r.Limits.Memory().String() != "128Mi" {
+		t.Errorf("helper resources %+v, want gitlab-helper-memory as request and limit", r)
 	}
 	spec.Namespace = "ci"
 	objs, err := kube.Build(spec)
@@ -96,6 +103,14 @@ func TestGitLabSpecSettings(t *testing.T) {
 	}
 	if _, err := gitlabSpec(gitlabTestFlags(t, "--image", "a", "--gitlab-helper-image", "none", "--node-selector", "nokv"), job, "p", noEnv); err == nil || !strings.Contains(err.Error(), "--node-selector") {
 		t.Errorf("bad shaping: %v", err)
+	}
+	env := func(k string) string { return map[string]string{"CUSTOM_ENV_CI_RUNNER_VERSION": "1.0"}[k] }
+	if _, err := gitlabSpec(gitlabTestFlags(t, "--image", "a", "--gitlab-helper-requests", "cpu=2", "--gitlab-helper-limits", "cpu=1"), job, "p", env); err == nil ||
+		!strings.Contains(err.Error(), "the cpu request 2 is more than its limit 1 (--gitlab-helper-cpu") {
+		t.Errorf("helper request over limit: %v", err)
+	}
+	if _, err := gitlabSpec(gitlabTestFlags(t, "--image", "a", "--service-memory", "lots"), job, "p", env); err == nil || !strings.Contains(err.Error(), `--service-memory "lots" is not a quantity`) {
+		t.Errorf("bad service memory: %v", err)
 	}
 }
 

@@ -18,19 +18,20 @@ import (
 // (Kubernetes only): resources, placement, pull secrets, service account,
 // services, volumes, labels and annotations.
 type shapingFlags struct {
-	CPU, Memory      string     // --cpu, --memory: requests = limits
-	Requests, Limits string     // --requests, --limits: cpu=…,memory=…
-	NodeSelector     stringList // --node-selector K=V
-	Tolerations      stringList // --toleration KEY[=VALUE][:EFFECT]
-	PullSecrets      stringList // --pull-secret NAME
-	ServiceAccount   string     // --service-account NAME
-	Services         stringList // --service IMAGE[=ALIAS[,ALIAS]]
-	Volumes          stringList // --volume KIND:…:PATH[:ro]
-	Labels           stringList // --label K=V
-	Annotations      stringList // --annotation K=V
-	Config           string     // --config FILE: flag values (configfile.go)
-	PodPatch         string     // --pod-patch FILE
-	PodPatchType     string     // --pod-patch-type strategic|json
+	CPU, Memory      string        // --cpu, --memory: requests = limits
+	Requests, Limits string        // --requests, --limits: cpu=…,memory=…
+	NodeSelector     stringList    // --node-selector K=V
+	Tolerations      stringList    // --toleration KEY[=VALUE][:EFFECT]
+	PullSecrets      stringList    // --pull-secret NAME
+	ServiceAccount   string        // --service-account NAME
+	Services         stringList    // --service IMAGE[=ALIAS[,ALIAS]]
+	Volumes          stringList    // --volume KIND:…:PATH[:ro]
+	Labels           stringList    // --label K=V
+	Annotations      stringList    // --annotation K=V
+	Config           string        // --config FILE: flag values (configfile.go)
+	PodPatch         string        // --pod-patch FILE
+	PodPatchType     string        // --pod-patch-type strategic|json
+	ServiceResources resourceFlags // --service-cpu, --service-memory, --service-requests, --service-limits
 }
 
 // registerShapingFlags adds the pod-shaping flags to fs.
@@ -44,6 +45,8 @@ func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 	fs.Var(&f.Tolerations, "toleration", "tolerate a node taint: `KEY[=VALUE][:EFFECT]` (no VALUE: any value; EFFECT NoSchedule, PreferNoSchedule or NoExecute, none: all) (repeatable) (Kubernetes)")
 	fs.Var(&f.PullSecrets, "pull-secret", "image pull Secret `NAME` (repeatable) (Kubernetes)")
 	fs.StringVar(&f.ServiceAccount, "service-account", "", "run the pod as this service account (Kubernetes)")
+	f.ServiceResources.prefix = "service-"
+	f.ServiceResources.register(fs, "each service container")
 	fs.Var(&f.Services, "service", "a service sidecar `IMAGE[=ALIAS[,ALIAS…]]` the scripts reach on localhost and under its aliases (repeatable) (Kubernetes)")
 	fs.Var(&f.Volumes, "volume", "mount a volume in the build container: `pvc:CLAIM:PATH`, hostpath:HOSTPATH:PATH, emptydir:PATH, emptydir-memory:PATH, configmap:NAME:PATH or secret:NAME:PATH, each with an optional :ro (repeatable) (Kubernetes)")
 	fs.Var(&f.Labels, "label", "pod label `K=V` (repeatable) (Kubernetes)")
@@ -54,7 +57,7 @@ func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 
 // any reports whether a pod-shaping flag was given.
 func (f *shapingFlags) any() bool {
-	return f.CPU != "" || f.Memory != "" || f.Requests != "" || f.Limits != "" || f.ServiceAccount != "" ||
+	return f.CPU != "" || f.Memory != "" || f.Requests != "" || f.Limits != "" || f.ServiceAccount != "" || f.ServiceResources != (resourceFlags{prefix: f.ServiceResources.prefix}) ||
 		f.PodPatch != "" || len(f.NodeSelector)+len(f.Tolerations)+len(f.PullSecrets)+len(f.Services)+len(f.Volumes)+len(f.Labels)+len(f.Annotations) > 0
 }
 
@@ -82,12 +85,16 @@ func (f *shapingFlags) apply(spec *kube.Spec) error {
 	}
 	spec.ImagePullSecrets = append(spec.ImagePullSecrets, f.PullSecrets...)
 	spec.ServiceAccountName = f.ServiceAccount
+	svcResources, err := f.ServiceResources.parse()
+	if err != nil {
+		return err
+	}
 	for _, s := range f.Services {
 		image, aliases, _ := strings.Cut(s, "=")
 		if image == "" {
 			return fmt.Errorf("--service %q: want IMAGE[=ALIAS[,ALIAS…]]", s)
 		}
-		svc := kube.Service{Image: image}
+		svc := kube.Service{Image: image, Resources: *svcResources.DeepCopy()}
 		if aliases != "" {
 			svc.Aliases = strings.Split(aliases, ",")
 		}
@@ -128,7 +135,28 @@ func (f *shapingFlags) podPatch(spec *kube.Spec) error {
 
 // resources returns the build container's requests and limits.
 func (f *shapingFlags) resources() (corev1.ResourceRequirements, error) {
+	return resourceFlags{"", f.CPU, f.Memory, f.Requests, f.Limits}.parse()
+}
+
+// resourceFlags are one container's --PREFIXcpu, --PREFIXmemory (request =
+// limit), --PREFIXrequests and --PREFIXlimits (cpu=…,memory=…, over the
+// first two).
+type resourceFlags struct {
+	prefix, cpu, memory, requests, limits string
+}
+
+// register adds the four flags, for what (e.g. "the build container").
+func (r *resourceFlags) register(fs *pflag.FlagSet, what string) {
+	fs.StringVar(&r.cpu, r.prefix+"cpu", "", "CPU of "+what+", as request and limit (e.g. 500m, 2) (Kubernetes)")
+	fs.StringVar(&r.memory, r.prefix+"memory", "", "memory of "+what+", as request and limit (e.g. 512Mi) (Kubernetes)")
+	fs.StringVar(&r.requests, r.prefix+"requests", "", "resource requests of "+what+", `cpu=…,memory=…` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
+	fs.StringVar(&r.limits, r.prefix+"limits", "", "resource limits of "+what+", `cpu=…,memory=…` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
+}
+
+// parse returns the requests and limits; every error names its flag.
+func (rf resourceFlags) parse() (corev1.ResourceRequirements, error) {
 	var r corev1.ResourceRequirements
+	flag := func(name string) string { return "--" + rf.prefix + name }
 	both := func(flagName, value string, name corev1.ResourceName) error {
 		if value == "" {
 			return nil
@@ -143,16 +171,16 @@ func (f *shapingFlags) resources() (corev1.ResourceRequirements, error) {
 		r.Requests[name], r.Limits[name] = q, q
 		return nil
 	}
-	if err := both("--cpu", f.CPU, corev1.ResourceCPU); err != nil {
+	if err := both(flag("cpu"), rf.cpu, corev1.ResourceCPU); err != nil {
 		return r, err
 	}
-	if err := both("--memory", f.Memory, corev1.ResourceMemory); err != nil {
+	if err := both(flag("memory"), rf.memory, corev1.ResourceMemory); err != nil {
 		return r, err
 	}
 	for _, x := range []struct {
 		flag, value string
 		into        *corev1.ResourceList
-	}{{"--requests", f.Requests, &r.Requests}, {"--limits", f.Limits, &r.Limits}} {
+	}{{flag("requests"), rf.requests, &r.Requests}, {flag("limits"), rf.limits, &r.Limits}} {
 		if x.value == "" {
 			continue
 		}
@@ -173,7 +201,8 @@ func (f *shapingFlags) resources() (corev1.ResourceRequirements, error) {
 	}
 	for name, req := range r.Requests {
 		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
-			return r, fmt.Errorf("the %s request %s is more than its limit %s (--cpu/--memory, --requests, --limits)", name, req.String(), lim.String())
+			return r, fmt.Errorf("the %s request %s is more than its limit %s (%s/%s, %s, %s)", name, req.String(), lim.String(),
+				flag("cpu"), flag("memory"), flag("requests"), flag("limits"))
 		}
 	}
 	return r, nil

@@ -12,14 +12,15 @@ import (
 func TestShapingFlagsParse(t *testing.T) {
 	f := shapingFlags{
 		CPU: "500m", Memory: "256Mi", Limits: "cpu=1",
-		NodeSelector:   stringList{"pool=gpu"},
-		Tolerations:    stringList{"gpu=true:NoSchedule", "arm64", "dedicated:NoExecute"},
-		PullSecrets:    stringList{"regcred"},
-		ServiceAccount: "ci",
-		Services:       stringList{"postgres:16=db,database", "redis"},
-		Volumes:        stringList{"pvc:cache:/cache", "hostpath:/srv/data:/data:ro", "emptydir-memory:/scratch", "configmap:cfg:/etc/cfg", "secret:tls:/tls:ro"},
-		Labels:         stringList{"team=a"},
-		Annotations:    stringList{"note=x=y"},
+		NodeSelector:     stringList{"pool=gpu"},
+		Tolerations:      stringList{"gpu=true:NoSchedule", "arm64", "dedicated:NoExecute"},
+		PullSecrets:      stringList{"regcred"},
+		ServiceAccount:   "ci",
+		Services:         stringList{"postgres:16=db,database", "redis"},
+		Volumes:          stringList{"pvc:cache:/cache", "hostpath:/srv/data:/data:ro", "emptydir-memory:/scratch", "configmap:cfg:/etc/cfg", "secret:tls:/tls:ro"},
+		Labels:           stringList{"team=a"},
+		Annotations:      stringList{"note=x=y"},
+		ServiceResources: resourceFlags{prefix: "service-", memory: "64Mi"},
 	}
 	var spec kube.Spec
 	if err := f.apply(&spec); err != nil {
@@ -44,6 +45,11 @@ func TestShapingFlagsParse(t *testing.T) {
 	}
 	if len(spec.Services) != 2 || spec.Services[0].Image != "postgres:16" || strings.Join(spec.Services[0].Aliases, ",") != "db,database" || spec.Services[1].Aliases != nil {
 		t.Errorf("services %+v", spec.Services)
+	}
+	for _, svc := range spec.Services {
+		if svc.Resources.Limits.Memory().String() != "64Mi" || svc.Resources.Requests.Memory().String() != "64Mi" {
+			t.Errorf("service %s resources %+v, want --service-memory's", svc.Image, svc.Resources)
+		}
 	}
 	if len(spec.Volumes) != 5 || spec.Volumes[0].PersistentVolumeClaim.ClaimName != "cache" || spec.Volumes[1].HostPath.Path != "/srv/data" ||
 		spec.Volumes[2].EmptyDir.Medium != corev1.StorageMediumMemory || spec.Volumes[3].ConfigMap.Name != "cfg" || spec.Volumes[4].Secret.SecretName != "tls" {
@@ -76,6 +82,8 @@ func TestShapingFlagsErrors(t *testing.T) {
 		{shapingFlags{Volumes: stringList{"hostpath:rel:/x"}}, "ABSOLUTE"},
 		{shapingFlags{Volumes: stringList{"emptydir:rel"}}, "must be absolute"},
 		{shapingFlags{Labels: stringList{"=x"}}, `--label "=x"`},
+		{shapingFlags{Services: stringList{"redis"}, ServiceResources: resourceFlags{prefix: "service-", requests: "memory"}}, `--service-requests "memory": want NAME=QUANTITY`},
+		{shapingFlags{Services: stringList{"redis"}, ServiceResources: resourceFlags{prefix: "service-", memory: "2Gi", limits: "memory=1Gi"}}, "more than its limit 1Gi (--service-cpu/--service-memory"},
 	} {
 		err := tc.f.apply(&kube.Spec{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
