@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -101,6 +102,16 @@ git clean -ffdx
 	if code != 0 || got != "from-the-repository\n" {
 		t.Fatalf("build_script: exit %d, output %q; want the repository's README (and no git in the build image)", code, got)
 	}
+	// A stage name the driver does not know runs in the build container,
+	// with a warning.
+	got, code, _ = r.run(ctx, "step_release_notes", "cat README\nif command -v git >/dev/null; then echo 'git here'; fi\n", nil)
+	if code != 0 || got != "from-the-repository\n" || strings.Contains(r.stderr, "unknown stage") {
+		t.Fatalf("a user step: exit %d, output %q, stderr %q", code, got, r.stderr)
+	}
+	got, code, _ = r.run(ctx, "stage_from_the_future", "cat README\nif command -v git >/dev/null; then echo 'git here'; fi\n", nil)
+	if code != 0 || got != "from-the-repository\n" || !strings.Contains(r.stderr, "unknown stage") || !strings.Contains(r.stderr, "stage_from_the_future") {
+		t.Fatalf("an unknown stage: exit %d, output %q, stderr %q; want it run in the build container with a warning", code, got, r.stderr)
+	}
 	r.cleanup(ctx)
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
 }
@@ -157,6 +168,27 @@ func TestGitLabDriverTimeout(t *testing.T) {
 	}
 	if took > 2*time.Minute {
 		t.Fatalf("the stage ran %v: the job's timeout did not stop it", took)
+	}
+	r.cleanup(ctx)
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+}
+
+// TestGitLabDriverPrepareFails: a job image that cannot be pulled is a
+// system failure of prepare whose output (the job log) names the image and
+// the reason; cleanup leaves nothing.
+func TestGitLabDriverPrepareFails(t *testing.T) {
+	c := NewCluster(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "gitlab-pull")
+	r := newRunnerStandInJob(t, c, ns, standInJob{Image: "localhost/tether/no-such-image:1"})
+	out, err := r.command(ctx, "prepare").CombinedOutput()
+	t.Logf("prepare:\n%s", out)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != standInSystemFailure {
+		t.Fatalf("prepare: %v; want exit code %d (system failure)", err, standInSystemFailure)
+	}
+	if !strings.Contains(string(out), "ERROR: tether:") || !strings.Contains(string(out), "localhost/tether/no-such-image:1") || !strings.Contains(string(out), "ErrImageNeverPull") {
+		t.Fatalf("prepare's output does not say which image cannot be pulled and why")
 	}
 	r.cleanup(ctx)
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)

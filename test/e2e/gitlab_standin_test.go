@@ -33,6 +33,8 @@ type runnerStandIn struct {
 	dir   string
 	env   []string
 	jobID string
+	// stderr is what the last run wrote to its stderr.
+	stderr string
 }
 
 // The exit codes the stand-in hands the driver (the runner's defaults).
@@ -51,6 +53,8 @@ type standInJob struct {
 	Timeout time.Duration
 	// Config is added to the driver's config file.
 	Config string
+	// Image is the job's image (default BashImage).
+	Image string
 }
 
 func newRunnerStandIn(t *testing.T, c *Cluster, ns string, variables []map[string]any) *runnerStandIn {
@@ -65,9 +69,12 @@ func newRunnerStandInJob(t *testing.T, c *Cluster, ns string, sj standInJob) *ru
 	if sj.Timeout == 0 {
 		sj.Timeout = 10 * time.Minute
 	}
+	if sj.Image == "" {
+		sj.Image = BashImage
+	}
 	job := map[string]any{
 		"id":          id,
-		"image":       map[string]any{"name": BashImage},
+		"image":       map[string]any{"name": sj.Image},
 		"variables":   sj.Variables,
 		"services":    sj.Services,
 		"runner_info": map[string]any{"timeout": int(sj.Timeout.Seconds())},
@@ -157,6 +164,7 @@ func (r *runnerStandIn) run(ctx context.Context, stage, body string, vars map[st
 	if stderr.Len() > 0 {
 		r.t.Logf("run %s stderr:\n%s", stage, stderr.String())
 	}
+	r.stderr = stderr.String()
 	written, _ := os.ReadFile(codeFile)
 	return string(out), code, string(written)
 }
