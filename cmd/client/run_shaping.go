@@ -18,8 +18,7 @@ import (
 // (Kubernetes only): resources, placement, pull secrets, service account,
 // services, volumes, labels and annotations.
 type shapingFlags struct {
-	CPU, Memory      string        // --cpu, --memory: requests = limits
-	Requests, Limits string        // --requests, --limits: cpu=…,memory=…
+	resourceFlags                  // the build container's: --cpu, --memory, --requests, --limits
 	NodeSelector     stringList    // --node-selector K=V
 	Tolerations      stringList    // --toleration KEY[=VALUE][:EFFECT]
 	PullSecrets      stringList    // --pull-secret NAME
@@ -37,10 +36,7 @@ type shapingFlags struct {
 // registerShapingFlags adds the pod-shaping flags to fs.
 func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 	fs.StringVar(&f.Config, configFlag, "", "read flag values from this YAML `FILE`: keys are long flag names, values strings, numbers, bools or lists (repeatable flags); flags on the command line win")
-	fs.StringVar(&f.CPU, "cpu", "", "CPU of the build container, as request and limit (e.g. 500m, 2) (Kubernetes)")
-	fs.StringVar(&f.Memory, "memory", "", "memory of the build container, as request and limit (e.g. 512Mi) (Kubernetes)")
-	fs.StringVar(&f.Requests, "requests", "", "resource requests of the build container, `cpu=…,memory=…` (over --cpu/--memory) (Kubernetes)")
-	fs.StringVar(&f.Limits, "limits", "", "resource limits of the build container, `cpu=…,memory=…` (over --cpu/--memory) (Kubernetes)")
+	f.resourceFlags.register(fs, "the build container")
 	fs.Var(&f.NodeSelector, "node-selector", "run on nodes with label `K=V` (repeatable) (Kubernetes)")
 	fs.Var(&f.Tolerations, "toleration", "tolerate a node taint: `KEY[=VALUE][:EFFECT]` (no VALUE: any value; EFFECT NoSchedule, PreferNoSchedule or NoExecute, none: all) (repeatable) (Kubernetes)")
 	fs.Var(&f.PullSecrets, "pull-secret", "image pull Secret `NAME` (repeatable) (Kubernetes)")
@@ -57,7 +53,7 @@ func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 
 // any reports whether a pod-shaping flag was given.
 func (f *shapingFlags) any() bool {
-	return f.CPU != "" || f.Memory != "" || f.Requests != "" || f.Limits != "" || f.ServiceAccount != "" || f.ServiceResources != (resourceFlags{prefix: f.ServiceResources.prefix}) ||
+	return f.resourceFlags.any() || f.ServiceResources.any() || f.ServiceAccount != "" ||
 		f.PodPatch != "" || len(f.NodeSelector)+len(f.Tolerations)+len(f.PullSecrets)+len(f.Services)+len(f.Volumes)+len(f.Labels)+len(f.Annotations) > 0
 }
 
@@ -135,22 +131,28 @@ func (f *shapingFlags) podPatch(spec *kube.Spec) error {
 
 // resources returns the build container's requests and limits.
 func (f *shapingFlags) resources() (corev1.ResourceRequirements, error) {
-	return resourceFlags{"", f.CPU, f.Memory, f.Requests, f.Limits}.parse()
+	return f.resourceFlags.parse()
 }
 
 // resourceFlags are one container's --PREFIXcpu, --PREFIXmemory (request =
 // limit), --PREFIXrequests and --PREFIXlimits (cpu=…,memory=…, over the
 // first two).
 type resourceFlags struct {
-	prefix, cpu, memory, requests, limits string
+	prefix                        string
+	CPU, Memory, Requests, Limits string
 }
 
 // register adds the four flags, for what (e.g. "the build container").
 func (r *resourceFlags) register(fs *pflag.FlagSet, what string) {
-	fs.StringVar(&r.cpu, r.prefix+"cpu", "", "CPU of "+what+", as request and limit (e.g. 500m, 2) (Kubernetes)")
-	fs.StringVar(&r.memory, r.prefix+"memory", "", "memory of "+what+", as request and limit (e.g. 512Mi) (Kubernetes)")
-	fs.StringVar(&r.requests, r.prefix+"requests", "", "resource requests of "+what+", `cpu=…,memory=…` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
-	fs.StringVar(&r.limits, r.prefix+"limits", "", "resource limits of "+what+", `cpu=…,memory=…` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
+	fs.StringVar(&r.CPU, r.prefix+"cpu", "", "CPU of "+what+", as request and limit (e.g. 500m, 2) (Kubernetes)")
+	fs.StringVar(&r.Memory, r.prefix+"memory", "", "memory of "+what+", as request and limit (e.g. 512Mi) (Kubernetes)")
+	fs.StringVar(&r.Requests, r.prefix+"requests", "", "resource requests of "+what+", `cpu=…,memory=…` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
+	fs.StringVar(&r.Limits, r.prefix+"limits", "", "resource limits of "+what+", `cpu=…,memory=…` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
+}
+
+// any reports whether one of the four flags was given.
+func (rf resourceFlags) any() bool {
+	return rf.CPU != "" || rf.Memory != "" || rf.Requests != "" || rf.Limits != ""
 }
 
 // parse returns the requests and limits; every error names its flag.
@@ -171,16 +173,16 @@ func (rf resourceFlags) parse() (corev1.ResourceRequirements, error) {
 		r.Requests[name], r.Limits[name] = q, q
 		return nil
 	}
-	if err := both(flag("cpu"), rf.cpu, corev1.ResourceCPU); err != nil {
+	if err := both(flag("cpu"), rf.CPU, corev1.ResourceCPU); err != nil {
 		return r, err
 	}
-	if err := both(flag("memory"), rf.memory, corev1.ResourceMemory); err != nil {
+	if err := both(flag("memory"), rf.Memory, corev1.ResourceMemory); err != nil {
 		return r, err
 	}
 	for _, x := range []struct {
 		flag, value string
 		into        *corev1.ResourceList
-	}{{flag("requests"), rf.requests, &r.Requests}, {flag("limits"), rf.limits, &r.Limits}} {
+	}{{flag("requests"), rf.Requests, &r.Requests}, {flag("limits"), rf.Limits, &r.Limits}} {
 		if x.value == "" {
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 
 func TestShapingFlagsParse(t *testing.T) {
 	f := shapingFlags{
-		CPU: "500m", Memory: "256Mi", Limits: "cpu=1",
+		resourceFlags:    resourceFlags{CPU: "500m", Memory: "256Mi", Limits: "cpu=1"},
 		NodeSelector:     stringList{"pool=gpu"},
 		Tolerations:      stringList{"gpu=true:NoSchedule", "arm64", "dedicated:NoExecute"},
 		PullSecrets:      stringList{"regcred"},
@@ -20,7 +20,7 @@ func TestShapingFlagsParse(t *testing.T) {
 		Volumes:          stringList{"pvc:cache:/cache", "hostpath:/srv/data:/data:ro", "emptydir-memory:/scratch", "configmap:cfg:/etc/cfg", "secret:tls:/tls:ro"},
 		Labels:           stringList{"team=a"},
 		Annotations:      stringList{"note=x=y"},
-		ServiceResources: resourceFlags{prefix: "service-", memory: "64Mi"},
+		ServiceResources: resourceFlags{prefix: "service-", Memory: "64Mi"},
 	}
 	var spec kube.Spec
 	if err := f.apply(&spec); err != nil {
@@ -68,11 +68,11 @@ func TestShapingFlagsErrors(t *testing.T) {
 		f    shapingFlags
 		want string
 	}{
-		{shapingFlags{CPU: "lots"}, `--cpu "lots" is not a quantity`},
-		{shapingFlags{Memory: "1Q"}, `--memory "1Q" is not a quantity`},
-		{shapingFlags{Requests: "cpu"}, `--requests "cpu": want NAME=QUANTITY`},
-		{shapingFlags{Limits: "memory=x"}, `--limits: memory="x" is not a quantity`},
-		{shapingFlags{CPU: "2", Limits: "cpu=1"}, "the cpu request 2 is more than its limit 1"},
+		{shapingFlags{resourceFlags: resourceFlags{CPU: "lots"}}, `--cpu "lots" is not a quantity`},
+		{shapingFlags{resourceFlags: resourceFlags{Memory: "1Q"}}, `--memory "1Q" is not a quantity`},
+		{shapingFlags{resourceFlags: resourceFlags{Requests: "cpu"}}, `--requests "cpu": want NAME=QUANTITY`},
+		{shapingFlags{resourceFlags: resourceFlags{Limits: "memory=x"}}, `--limits: memory="x" is not a quantity`},
+		{shapingFlags{resourceFlags: resourceFlags{CPU: "2", Limits: "cpu=1"}}, "the cpu request 2 is more than its limit 1"},
 		{shapingFlags{NodeSelector: stringList{"pool"}}, `--node-selector "pool": want KEY=VALUE`},
 		{shapingFlags{Tolerations: stringList{"k:Sometimes"}}, `effect "Sometimes" is not NoSchedule`},
 		{shapingFlags{Tolerations: stringList{"=v"}}, "want KEY[=VALUE][:EFFECT]"},
@@ -82,8 +82,8 @@ func TestShapingFlagsErrors(t *testing.T) {
 		{shapingFlags{Volumes: stringList{"hostpath:rel:/x"}}, "ABSOLUTE"},
 		{shapingFlags{Volumes: stringList{"emptydir:rel"}}, "must be absolute"},
 		{shapingFlags{Labels: stringList{"=x"}}, `--label "=x"`},
-		{shapingFlags{Services: stringList{"redis"}, ServiceResources: resourceFlags{prefix: "service-", requests: "memory"}}, `--service-requests "memory": want NAME=QUANTITY`},
-		{shapingFlags{Services: stringList{"redis"}, ServiceResources: resourceFlags{prefix: "service-", memory: "2Gi", limits: "memory=1Gi"}}, "more than its limit 1Gi (--service-cpu/--service-memory"},
+		{shapingFlags{Services: stringList{"redis"}, ServiceResources: resourceFlags{prefix: "service-", Requests: "memory"}}, `--service-requests "memory": want NAME=QUANTITY`},
+		{shapingFlags{Services: stringList{"redis"}, ServiceResources: resourceFlags{prefix: "service-", Memory: "2Gi", Limits: "memory=1Gi"}}, "more than its limit 1Gi (--service-cpu/--service-memory"},
 	} {
 		err := tc.f.apply(&kube.Spec{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
