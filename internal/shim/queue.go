@@ -1,138 +1,134 @@
 package shim
 
 import (
-	"sync"
-	"syscall"
-
 	"github.com/tether-ci/tether/protocol"
 )
 
+// phase is the part of a job a script belongs to, as begin and status
+// records name it.
+type phase string
+
+// The phases of a job.
+const (
+	phaseMain  phase = "script" // the main scripts, run in order until one fails
+	phaseAfter phase = "after"  // the after-scripts, run whatever happened
+)
+
+// stopCancel is the reason a cancel gives for what it stops.
+const stopCancel = "cancelled by the client"
+
 // item is one queued unit of work: a single script (run command or plain
-// path) or a job.
+// path) or a job. Only the engine's loop touches it.
 type item struct {
 	cmd protocol.Command
+	// single is a run command: one script, no job record, and a status
+	// record even when it is stopped before it started.
+	single bool
 
-	mu          sync.Mutex
-	cancelled   bool   // a cancel arrived: skip the remaining main scripts
-	cancelAfter bool   // a cancel arrived during (or before) the after-scripts
-	halt        string // the shim is exiting: stop everything, write no job record
-	expired     string // the deadline passed: no more main scripts, the after-scripts still run, no job record
-	phase       string
+	phase   phase
+	next    int  // index of the next script of phase
+	started bool // a script of the item was started (or refused to start)
+
+	// mainStop and afterStop say why the remaining scripts of each phase
+	// are skipped ("" = they run).
+	mainStop, afterStop string
+	// cancelled: a cancel reached the item (the job record says so).
+	cancelled bool
+	// silent: the shim is ending or the deadline passed, so the item ends
+	// without a job record (the final record says why).
+	silent bool
+
+	done protocol.JobDone
 }
 
-// stopMain returns why a main script must not start ("" = go ahead).
-func (it *item) stopMain() string {
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	switch {
-	case it.halt != "":
-		return it.halt
-	case it.cancelled:
-		return "cancelled by the client"
-	case it.expired != "":
-		return it.expired
+func newItem(c protocol.Command) *item {
+	it := &item{cmd: c, phase: phaseMain, done: protocol.JobDone{Job: c.ID}}
+	if c.Cmd == protocol.CmdRun {
+		it.single = true
+		it.cmd.Scripts, it.cmd.After = []string{c.Script}, nil
 	}
-	return ""
+	return it
 }
 
-// expire marks the item's deadline as passed: the remaining main scripts
-// are skipped, the after-scripts still run, and no job record is written
-// (the final record says why the job ended).
-func (it *item) expire(reason string) {
-	it.mu.Lock()
-	it.expired = reason
-	it.mu.Unlock()
-}
-
-// stopAfter returns why an after-script must not start.
-func (it *item) stopAfter() string {
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	switch {
-	case it.halt != "":
-		return it.halt
-	case it.cancelAfter:
-		return "cancelled by the client"
-	}
-	return ""
-}
-
-func (it *item) setPhase(p string) {
-	it.mu.Lock()
-	it.phase = p
-	it.mu.Unlock()
-}
-
-// cancel marks the item cancelled and reports whether its after-scripts
-// are cancelled too (a second cancel, or a cancel during the after-scripts):
-// then the running script stops whatever its phase, else only a main script.
-func (it *item) cancel(queued bool) bool {
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	if queued {
-		it.cancelled, it.cancelAfter = true, true
-		return true
-	}
-	if it.phase == "after" || it.cancelled {
-		it.cancelAfter = true
+// cancel applies a cancel to the item and reports whether the script that
+// runs now (of the item's current phase) must stop. A first cancel of a
+// started job skips its remaining main scripts and spares its
+// after-scripts; a second cancel, a cancel during the after-scripts or a
+// cancel of an item still queued stops everything.
+func (it *item) cancel() bool {
+	if !it.started || it.cancelled || it.phase == phaseAfter {
+		it.afterStop = stopCancel
 	}
 	it.cancelled = true
-	return it.cancelAfter
+	if it.mainStop == "" {
+		it.mainStop = stopCancel
+	}
+	return it.phase == phaseMain || it.afterStop != ""
 }
 
-func (it *item) setHalt(reason string) {
-	it.mu.Lock()
-	it.halt = reason
-	it.mu.Unlock()
+// expire applies the deadline: the remaining main scripts are skipped, the
+// after-scripts still run, and no job record is written. It reports
+// whether the script that runs now must stop (a main script).
+func (it *item) expire(reason string) bool {
+	it.silent = true
+	if it.mainStop == "" {
+		it.mainStop = reason
+	}
+	return it.phase == phaseMain
 }
 
-// halted reports whether the job ended without a job record: the shim is
-// exiting, or the deadline passed.
-func (it *item) halted() bool {
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	return it.halt != "" || it.expired != ""
+// halt stops the item at once: no more scripts, no job record.
+func (it *item) halt(reason string) {
+	it.silent = true
+	it.mainStop, it.afterStop = reason, reason
 }
 
-// execute runs the item and returns its exit code. It writes the begin and
-// status records of every script and, for a job, the job record.
-func (s *Shim) execute(it *item) int {
-	c := it.cmd
-	if c.Cmd == protocol.CmdRun {
-		it.setPhase("script")
-		return s.runner.run(c.Script, "script", "", c.Shell, it.stopMain, false).CommandExitCode
-	}
-	done := protocol.JobDone{Job: c.ID}
-	it.setPhase("script")
-	for _, script := range c.Scripts {
-		if it.stopMain() != "" {
-			break
+// nextScript returns the next script to run and its phase, moving on to
+// the after-scripts when the main scripts are done, failed or stopped.
+// ok is false when the item is finished. A run command's script is
+// returned even when stopped: it gets a status saying it did not start.
+func (it *item) nextScript() (script string, ph phase, ok bool) {
+	if it.phase == phaseMain {
+		if it.next < len(it.cmd.Scripts) && (it.mainStop == "" || it.single) && it.done.ExitCode == 0 {
+			it.next++
+			return it.cmd.Scripts[it.next-1], phaseMain, true
 		}
-		st := s.runner.run(script, "script", c.ID, c.Shell, it.stopMain, true)
-		if st.CommandExitCode != 0 {
-			done.ExitCode, done.FailedScript = st.CommandExitCode, script
-			break
-		}
+		it.phase, it.next = phaseAfter, 0
 	}
-	it.setPhase("after")
-	for _, script := range c.After {
-		if it.stopAfter() != "" {
-			break
-		}
-		s.runner.run(script, "after", c.ID, c.Shell, it.stopAfter, true)
+	if it.next < len(it.cmd.After) && it.afterStop == "" {
+		it.next++
+		return it.cmd.After[it.next-1], phaseAfter, true
 	}
-	it.mu.Lock()
-	done.Cancelled = it.cancelled
-	it.mu.Unlock()
-	if done.Cancelled && done.ExitCode == 0 {
-		done.ExitCode = 128 + int(syscall.SIGTERM)
+	return "", phaseAfter, false
+}
+
+// scriptEnded records a script's status: the first failing main script
+// decides the job's exit code.
+func (it *item) scriptEnded(ph phase, st protocol.Status) {
+	if ph == phaseMain && st.CommandExitCode != 0 && it.done.ExitCode == 0 {
+		it.done.ExitCode, it.done.FailedScript = st.CommandExitCode, st.Script
 	}
-	for _, err := range removeFiles(s.cfg.FilesDir, c.Remove) {
-		s.log.Warn("cannot remove a delivered file after its job", "err", err)
+}
+
+// jobID is the job the item's records name ("" for a run command).
+func (it *item) jobID() string {
+	if it.single {
+		return ""
 	}
-	if it.halted() {
-		return done.ExitCode
+	return it.cmd.ID
+}
+
+// result returns the job record of a finished item and its exit code: a
+// run command's script's code; a job's first failing main script's code,
+// or 143 for a cancelled job that did not fail otherwise.
+func (it *item) result() (protocol.JobDone, int) {
+	d := it.done
+	if it.single {
+		return d, d.ExitCode
 	}
-	s.em.Record(protocol.TypeJob, done)
-	return done.ExitCode
+	d.Cancelled = it.cancelled
+	if d.Cancelled && d.ExitCode == 0 {
+		d.ExitCode = codeSIGTERM
+	}
+	return d, d.ExitCode
 }

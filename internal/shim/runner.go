@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -13,8 +13,9 @@ import (
 	"github.com/tether-ci/tether/protocol"
 )
 
-// runner runs one script at a time: its own process group, stdin
-// /dev/null, stdout and stderr on one pipe (or a pty) pumped to the emitter.
+// runner is the shim's starter: each script in its own process group,
+// stdin /dev/null, stdout and stderr on one pipe (or a pty) pumped to the
+// emitter. It keeps no state about what runs: the engine owns that.
 type runner struct {
 	cfg   *Config
 	shell string
@@ -32,12 +33,7 @@ type runner struct {
 	// mem is the memory cgroup, read to report out-of-memory kills.
 	mem memCgroup
 
-	// masks are the values masked in script output.
-	masks *masks
-
-	mu      sync.Mutex
-	current *process
-	devnull *os.File // every script's stdin, opened once
+	devnull *os.File // every script's stdin, opened once by the first start
 }
 
 // scriptEnv returns environ without the variables named in drop.
@@ -52,112 +48,67 @@ func scriptEnv(environ []string, drop map[string]bool) []string {
 	return env
 }
 
-// process is a running script.
+// process is a script the runner started.
 type process struct {
-	script string
-	phase  string // "script" or "after"
-	pgid   int
-	done   chan struct{} // closed when the script's main process exited
-
-	mu     sync.Mutex
-	reason string // why the shim stopped it, for the status record
+	r         *runner
+	script    string
+	pgid      int
+	exited    <-chan reaper.Exit
+	out       *os.File      // the shim's end of the script's output
+	pumped    chan struct{} // closed when the output reached its end
+	started   time.Time
+	oomBefore uint64
+	oomKnown  bool
+	// gone is set once the main process exited: its group may be empty
+	// and its ID reused, so it is signalled no more.
+	gone atomic.Bool
 }
 
-// stop sends SIGTERM to the script's process group and SIGKILL after grace
-// if the script is still running then. The first reason given is kept.
-func (p *process) stop(grace time.Duration, reason string) {
-	p.mu.Lock()
-	if p.reason != "" {
-		p.mu.Unlock()
-		return
+// signal sends sig to the script's process group while its main process
+// lives.
+func (p *process) signal(sig syscall.Signal) bool {
+	if p.gone.Load() {
+		return false
 	}
-	p.reason = reason
-	p.mu.Unlock()
-	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
-	_ = syscall.Kill(-p.pgid, syscall.SIGCONT) // a stopped group could not act on TERM
-	go func() {
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-p.done:
-		case <-t.C:
-			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	_ = syscall.Kill(-p.pgid, sig)
+	return true
+}
+
+// wait waits for the script's exit and the end of its output (see drain).
+func (p *process) wait() protocol.Status {
+	exit := <-p.exited
+	p.gone.Store(true)
+	st := protocol.Status{DurationMS: time.Since(p.started).Milliseconds()}
+	st.CommandExitCode, st.Signal = exitCode(exit.Status)
+	// 137: SIGKILL ended the script, or (a shell's pipeline) the command
+	// it reports on.
+	if p.oomKnown && st.CommandExitCode == 128+int(syscall.SIGKILL) {
+		if n, ok := p.r.mem.oomKills(); ok && n > p.oomBefore {
+			st.OOMKilled, st.MemoryLimit = true, p.r.mem.limit()
 		}
-	}()
-}
-
-func (p *process) stopReason() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.reason
-}
-
-// stopRunning stops the running script if stop says so for its phase
-// ("script" or "after"). The check and the stop happen under the lock that
-// also guards starting a script, so a script that starts meanwhile (a
-// job's first after-script, say) is never mistaken for the one meant.
-func (r *runner) stopRunning(grace time.Duration, reason string, stop func(phase string) bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.current; p != nil && stop(p.phase) {
-		p.stop(grace, reason)
 	}
-}
-
-// running returns the running script, or nil.
-func (r *runner) running() *process {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.current
-}
-
-// signal forwards sig to the running script's process group.
-func (r *runner) signal(sig syscall.Signal) {
-	if p := r.running(); p != nil {
-		r.log.Debug("forwarding signal", "signal", signalName(sig), "pgid", p.pgid)
-		_ = syscall.Kill(-p.pgid, sig)
-	}
-}
-
-// run runs script and returns its status after emitting the begin and
-// status records. stopped reports a stop requested before the script could
-// start (the script is then not run). With more set, the caller writes
-// another record at once (a job's next begin record, or its job record),
-// and the status record goes out with it.
-func (r *runner) run(script, phase, job, shell string, stopped func() string, more bool) protocol.Status {
-	r.em.Record(protocol.TypeBegin, protocol.Begin{Script: script, Phase: phase, Job: job})
-	st := r.exec(script, phase, shell, stopped)
-	st.Phase, st.Job = phase, job
-	if more {
-		r.em.Hold(protocol.TypeStatus, st)
-	} else {
-		r.em.Record(protocol.TypeStatus, st)
-	}
+	p.r.drain(p, p.out, p.pumped)
 	return st
 }
 
-func (r *runner) exec(script, phase, shell string, stopped func() string) protocol.Status {
-	st := protocol.Status{Script: script}
-	if code, msg := checkScript(script); code != 0 {
-		st.CommandExitCode, st.Error = code, msg
-		return st
+// start starts a script; see starter.
+func (r *runner) start(sc scriptStart) (proc, error) {
+	if code, msg := checkScript(sc.path); code != 0 {
+		return nil, &startError{code: code, msg: msg}
 	}
-	prog, argv, code, msg := r.argv(script, shell)
+	prog, argv, code, msg := r.argv(sc.path, sc.shell)
 	if code != 0 {
-		st.CommandExitCode, st.Error = code, msg
-		return st
+		return nil, &startError{code: code, msg: msg}
 	}
 	out, childOut, err := r.outputPipe()
 	if err != nil {
-		st.CommandExitCode, st.Error = codeCannotExecute, err.Error()
-		return st
+		return nil, &startError{code: codeCannotExecute, msg: err.Error()}
 	}
 	devnull, err := r.scriptStdin()
 	if err != nil {
 		out.Close()
 		childOut.Close()
-		st.CommandExitCode, st.Error = codeCannotExecute, err.Error()
-		return st
+		return nil, &startError{code: codeCannotExecute, msg: err.Error()}
 	}
 	sys := &syscall.SysProcAttr{Setpgid: true}
 	if r.cfg.TTY {
@@ -168,55 +119,22 @@ func (r *runner) exec(script, phase, shell string, stopped func() string) protoc
 		Files: []uintptr{devnull.Fd(), childOut.Fd(), childOut.Fd()},
 		Sys:   sys,
 	}
-	p := &process{script: script, phase: phase, done: make(chan struct{})}
-	oomBefore, oomKnown := r.mem.oomKills()
-	start := time.Now()
-	var exited <-chan reaper.Exit
-	r.mu.Lock()
-	if reason := stopped(); reason != "" {
-		r.mu.Unlock()
-		childOut.Close()
-		out.Close()
-		st.CommandExitCode, st.Error = 130, reason+" before the script started"
-		return st
-	}
-	p.pgid, exited, err = r.reaper.Start(func() (int, error) {
+	p := &process{r: r, script: sc.path, out: out, pumped: make(chan struct{})}
+	p.oomBefore, p.oomKnown = r.mem.oomKills()
+	p.started = time.Now()
+	p.pgid, p.exited, err = r.reaper.Start(func() (int, error) {
 		return syscall.ForkExec(prog, argv, attr)
 	})
-	if err == nil {
-		r.current = p
-	}
-	r.mu.Unlock()
 	childOut.Close()
 	if err != nil {
 		out.Close()
-		st.CommandExitCode, st.Error = codeCannotExecute, fmt.Sprintf("start %s: %v", strings.Join(argv, " "), err)
-		return st
+		return nil, &startError{code: codeCannotExecute, msg: fmt.Sprintf("start %s: %v", strings.Join(argv, " "), err)}
 	}
-
-	pumped := make(chan struct{})
 	go func() {
-		pump(out, r.em, r.cfg.FlushDelay, r.masks.current())
-		close(pumped)
+		pump(out, r.em, r.cfg.FlushDelay, sc.masks)
+		close(p.pumped)
 	}()
-	exit := <-exited
-	close(p.done)
-	r.mu.Lock()
-	r.current = nil
-	r.mu.Unlock()
-	st.DurationMS = time.Since(start).Milliseconds()
-	st.CommandExitCode, st.Signal = exitCode(exit.Status)
-	st.Error = p.stopReason()
-	// 137: SIGKILL ended the script, or (a shell's pipeline) the command
-	// it reports on.
-	if oomKnown && st.CommandExitCode == 128+int(syscall.SIGKILL) {
-		if n, ok := r.mem.oomKills(); ok && n > oomBefore {
-			st.OOMKilled, st.MemoryLimit = true, r.mem.limit()
-		}
-	}
-
-	r.drain(p, out, pumped)
-	return st
+	return p, nil
 }
 
 // drain waits for the rest of the script's output. Background children
@@ -256,8 +174,6 @@ func (r *runner) drain(p *process, out *os.File, pumped chan struct{}) {
 
 // scriptStdin returns /dev/null, opened once for every script.
 func (r *runner) scriptStdin() (*os.File, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.devnull == nil {
 		f, err := os.Open(os.DevNull)
 		if err != nil {

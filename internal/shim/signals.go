@@ -40,22 +40,6 @@ func Signals() (<-chan os.Signal, func()) {
 	}
 }
 
-// onSignal forwards sig to the running script's group. For SIGTERM it
-// returns the halt reason: the shim stops the job (TERM, grace, KILL) and
-// exits 143.
-func (s *Shim) onSignal(sig os.Signal) (string, int, string) {
-	ss, ok := sig.(syscall.Signal)
-	if !ok {
-		return "", 0, ""
-	}
-	if ss == syscall.SIGTERM {
-		return "signal", 128 + int(ss), "the shim received SIGTERM (pod deletion or container stop)"
-	}
-	s.log.Info("forwarding signal to the running script", "signal", signalName(ss))
-	s.runner.signal(ss)
-	return "", 0, ""
-}
-
 // setSubreaper makes the process adopt orphaned descendants when it is not
 // PID 1 (for example in a pod with a shared process namespace), so the
 // reaper can reap them.
