@@ -4,7 +4,8 @@
 # running), run `go test -tags e2e ./test/e2e/...` against it, and tear down
 # the node if this run started it. On failure print the node's log tails.
 #
-# Env: TETHER_E2E_RUN (go test -run pattern), TETHER_E2E_KEEP=1 (leave a
+# Env: TETHER_E2E_RUN (go test -run pattern), TETHER_E2E_SKIP (go test -skip
+# pattern), TETHER_E2E_KEEP=1 (leave a
 # node this run started running), plus those of scripts/e2e-lib/common.sh.
 set -euo pipefail
 E2E_SCRIPT=e2e
@@ -45,6 +46,7 @@ export TETHER_E2E_DIR="$E2E_DIR"
 
 args=(-tags e2e -trimpath -count=1 -timeout 45m)
 [ -z "${TETHER_E2E_RUN:-}" ] || args+=(-run "$TETHER_E2E_RUN")
+[ -z "${TETHER_E2E_SKIP:-}" ] || args+=(-skip "$TETHER_E2E_SKIP")
 rc=0
 go test "${args[@]}" -v ./test/e2e/... || rc=$?
 e2e_log "images $((t_images - t0))s, node up $((t_up - t_images))s, tests $(( $(date +%s) - t_up ))s"
