@@ -35,6 +35,23 @@ type Job struct {
 	// job whatever its "#!" line says; "" lets the shim choose (a script's
 	// "#!" interpreter, else its default shell).
 	Shell string
+	// AfterTimeout is the after-scripts' budget once the shim's deadline
+	// stopped the job's main scripts, instead of the shim's own
+	// (tether-shim --after-timeout): 0 keeps the shim's, a negative value
+	// means the after-scripts do not run after the deadline. Sent in
+	// milliseconds (a positive value is at least 1 ms).
+	AfterTimeout time.Duration
+}
+
+// afterTimeoutMS is d as the job command's after_timeout_ms.
+func afterTimeoutMS(d time.Duration) int64 {
+	switch {
+	case d < 0:
+		return -1
+	case d > 0:
+		return max(d.Milliseconds(), 1)
+	}
+	return 0
 }
 
 // newJobID returns a random job ID.

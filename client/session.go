@@ -36,7 +36,8 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 	if job.ID == "" {
 		job.ID = newJobID()
 	}
-	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After, Mask: job.Mask, Shell: job.Shell}
+	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After, Mask: job.Mask, Shell: job.Shell,
+		AfterTimeoutMS: afterTimeoutMS(job.AfterTimeout)}
 	var files []protocol.Command
 	for _, f := range job.Files {
 		fc, err := fileCommands(f)

@@ -93,6 +93,11 @@ type Command struct {
 	// GraceMS overrides the shim's grace period between TERM and KILL for
 	// CmdCancel, in milliseconds (0 keeps the default).
 	GraceMS int64 `json:"grace_ms,omitempty"`
+	// AfterTimeoutMS is a CmdJob's after-scripts' budget in milliseconds
+	// once the deadline stopped its main scripts, instead of the shim's
+	// --after-timeout: 0 keeps the shim's, a negative value means the
+	// after-scripts do not run after the deadline.
+	AfterTimeoutMS int64 `json:"after_timeout_ms,omitempty"`
 }
 
 // CommandError is a command line the shim could not accept.

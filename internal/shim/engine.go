@@ -46,9 +46,10 @@ type engine struct {
 	// expired is set once the deadline passed while an item ran: its main
 	// scripts were stopped, its after-scripts run until afterEnd, then the
 	// shim ends with the deadline reason (expireMsg).
-	expired   bool
-	expireMsg string
-	afterEnd  time.Time
+	expired     bool
+	expireMsg   string
+	afterEnd    time.Time
+	afterBudget string // the after-scripts' budget and where it came from
 
 	// ending is set once the shim decided to end: the running script is
 	// stopped, and the final record is written when it ended (or at

@@ -173,6 +173,36 @@ func engineCases() []engineCase {
 			code: 124,
 		},
 		{
+			name: "a job's own after-timeout wins over the shim's",
+			cfg:  func(c *Config) { c.Deadline, c.Grace = t0.Add(10*time.Second), time.Second },
+			steps: []action{
+				send(protocol.Command{Cmd: protocol.CmdJob, ID: "j", Scripts: []string{"/m1"}, After: []string{"/a1"}, AfterTimeoutMS: 2000}),
+				wait(10 * time.Second), exits("/m1", 143), wait(2*time.Second + 999*time.Millisecond), wait(time.Millisecond), exits("/a1", 143),
+			},
+			want: []string{
+				"begin /m1 script j", "signal TERM /m1",
+				"status /m1 script j 143 " + deadline,
+				"begin /a1 after j", "signal TERM /a1",
+				`status /a1 after j 143 "job deadline 2026-03-04T05:06:17Z reached; the after-scripts' budget (the job's after-timeout 2s) ran out too"`,
+				`exit deadline 124 "job deadline 2026-03-04T05:06:17Z reached; the after-scripts' budget (the job's after-timeout 2s) ran out too"`,
+			},
+			code: 124,
+		},
+		{
+			name: "a job's negative after-timeout keeps its after-scripts from running after the deadline",
+			cfg:  func(c *Config) { c.Deadline = t0.Add(10 * time.Second) },
+			steps: []action{
+				send(protocol.Command{Cmd: protocol.CmdJob, ID: "j", Scripts: []string{"/m1"}, After: []string{"/a1"}, AfterTimeoutMS: -1}),
+				wait(10 * time.Second), exits("/m1", 143),
+			},
+			want: []string{
+				"begin /m1 script j", "signal TERM /m1",
+				"status /m1 script j 143 " + deadline,
+				"exit deadline 124 " + deadline,
+			},
+			code: 124,
+		},
+		{
 			name:  "with no after-script budget the deadline stops everything",
 			cfg:   func(c *Config) { c.Deadline, c.AfterTimeout = t0.Add(10*time.Second), 0 },
 			steps: []action{job, wait(10 * time.Second), exits("/m1", 143)},

@@ -9,13 +9,13 @@ import (
 func (e *engine) checkLimits(now time.Time) {
 	if e.expired {
 		if !now.Before(e.afterEnd) {
-			e.end(now, ending{reason: endDeadline, message: fmt.Sprintf("%s; the after-scripts' budget (--after-timeout %s) ran out too", e.expireMsg, e.cfg.AfterTimeout)}, e.cfg.Grace)
+			e.end(now, ending{reason: endDeadline, message: fmt.Sprintf("%s; the after-scripts' budget (%s) ran out too", e.expireMsg, e.afterBudget)}, e.cfg.Grace)
 			return
 		}
 	} else if !e.cfg.Deadline.IsZero() && !now.Before(e.cfg.Deadline) {
 		msg := fmt.Sprintf("job deadline %s reached", e.cfg.Deadline.UTC().Format(time.RFC3339))
-		if e.cur != nil && e.cfg.AfterTimeout > 0 {
-			e.expire(now, msg)
+		if budget, source := e.cur.afterTimeout(e.cfg.AfterTimeout); budget > 0 {
+			e.expire(now, msg, budget, source)
 		} else {
 			e.end(now, ending{reason: endDeadline, message: msg}, e.cfg.Grace)
 			return
@@ -33,13 +33,14 @@ func (e *engine) checkLimits(now time.Time) {
 
 // expire acts on the deadline while an item runs: queued work is dropped,
 // the running main script is stopped (TERM, grace, KILL), and the item's
-// after-scripts still run, within the after-timeout budget counted from
-// now plus the grace. The shim ends with the deadline reason once the item
-// is done, or stops everything when the budget runs out.
-func (e *engine) expire(now time.Time, msg string) {
-	e.log.Info("deadline reached; stopping the main scripts, the after-scripts still run", "after_timeout", e.cfg.AfterTimeout)
-	e.expired, e.expireMsg = true, msg
-	e.afterEnd = now.Add(e.cfg.Grace + e.cfg.AfterTimeout)
+// after-scripts still run, within their budget counted from now plus the
+// grace (source names where the budget came from, for the final record).
+// The shim ends with the deadline reason once the item is done, or stops
+// everything when the budget runs out.
+func (e *engine) expire(now time.Time, msg string, budget time.Duration, source string) {
+	e.log.Info("deadline reached; stopping the main scripts, the after-scripts still run", "after_timeout", budget)
+	e.expired, e.expireMsg, e.afterBudget = true, msg, source
+	e.afterEnd = now.Add(e.cfg.Grace + budget)
 	e.queue = nil
 	if e.cur.expire(msg) {
 		e.stopScript(now, msg, e.cfg.Grace)

@@ -1,6 +1,8 @@
 package shim
 
 import (
+	"time"
+
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -75,6 +77,24 @@ func (it *item) expire(reason string) bool {
 		it.mainStop = reason
 	}
 	return it.phase == phaseMain
+}
+
+// afterTimeout returns the after-scripts' budget once the deadline stopped
+// the item (0 = they do not run then): the job's own, else def (the
+// shim's --after-timeout), and where it came from. A nil item (nothing
+// runs) has none.
+func (it *item) afterTimeout(def time.Duration) (time.Duration, string) {
+	if it == nil {
+		return 0, ""
+	}
+	switch ms := it.cmd.AfterTimeoutMS; {
+	case ms > 0:
+		d := time.Duration(ms) * time.Millisecond
+		return d, "the job's after-timeout " + d.String()
+	case ms < 0:
+		return 0, ""
+	}
+	return def, "--after-timeout " + def.String()
 }
 
 // halt stops the item at once: no more scripts, no job record.
