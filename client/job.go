@@ -39,7 +39,9 @@ type Job struct {
 	// stopped the job's main scripts, instead of the shim's own
 	// (tether-shim --after-timeout): 0 keeps the shim's, a negative value
 	// means the after-scripts do not run after the deadline. Sent in
-	// milliseconds (a positive value is at least 1 ms).
+	// milliseconds (a positive value is at least 1 ms). In a pod the
+	// kubelet's activeDeadlineSeconds leaves room for kube.Spec.AfterTimeout
+	// only: a larger budget here is cut short by it.
 	AfterTimeout time.Duration
 }
 
