@@ -169,6 +169,11 @@ func TestGitLabDriverTimeout(t *testing.T) {
 	if took > 2*time.Minute {
 		t.Fatalf("the stage ran %v: the job's timeout did not stop it", took)
 	}
+	// The shim ended with the deadline: a later stage is a system failure.
+	got, code, _ = r.run(runCtx, "after_script", "echo after\n", nil)
+	if code != standInSystemFailure || got != "" {
+		t.Fatalf("after_script after the timeout: exit %d, output %q; want a system failure", code, got)
+	}
 	r.cleanup(ctx)
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
 }
