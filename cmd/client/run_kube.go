@@ -86,7 +86,7 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 		remove := onForce(ctx, func() { deletePod(ctx, log, pod) })
 		defer remove()
 	}
-	if err := pod.WaitRunning(ctx, kube.WaitOptions{}); err != nil {
+	if err := pod.WaitRunning(ctx, kube.WaitOptions{ScheduleTimeout: f.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
 			log.Error("cancelled while the pod was starting", "pod", pod.Namespace+"/"+pod.Name, "cause", context.Cause(ctx))
 			return exitCancelled

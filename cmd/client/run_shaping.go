@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -31,6 +32,7 @@ type shapingFlags struct {
 	PodPatch         string        // --pod-patch FILE
 	PodPatchType     string        // --pod-patch-type strategic|json
 	ServiceResources resourceFlags // --service-cpu, --service-memory, --service-requests, --service-limits
+	ScheduleTimeout  time.Duration // --schedule-timeout
 }
 
 // registerShapingFlags adds the pod-shaping flags to fs.
@@ -39,6 +41,7 @@ func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 	f.resourceFlags.register(fs, "the build container")
 	fs.Var(&f.NodeSelector, "node-selector", "run on nodes with label `K=V` (repeatable) (Kubernetes)")
 	fs.Var(&f.Tolerations, "toleration", "tolerate a node taint: `KEY[=VALUE][:EFFECT]` (no VALUE: any value; EFFECT NoSchedule, PreferNoSchedule or NoExecute, none: all) (repeatable) (Kubernetes)")
+	fs.DurationVar(&f.ScheduleTimeout, "schedule-timeout", kube.DefaultScheduleTimeout, "give up (exit 125) when the pod stays unschedulable this long: no node matches its --node-selector, --toleration or resources (Kubernetes)")
 	fs.Var(&f.PullSecrets, "pull-secret", "image pull Secret `NAME` (repeatable) (Kubernetes)")
 	fs.StringVar(&f.ServiceAccount, "service-account", "", "run the pod as this service account (Kubernetes)")
 	f.ServiceResources.prefix = "service-"
@@ -59,6 +62,9 @@ func (f *shapingFlags) any() bool {
 
 // apply parses the flags into spec. Every error names its flag.
 func (f *shapingFlags) apply(spec *kube.Spec) error {
+	if f.ScheduleTimeout < 0 {
+		return fmt.Errorf("--schedule-timeout %s must not be negative (0 takes the default, %s)", f.ScheduleTimeout, kube.DefaultScheduleTimeout)
+	}
 	var err error
 	if spec.Resources, err = f.resources(); err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -82,6 +83,7 @@ func TestShapingFlagsErrors(t *testing.T) {
 		{shapingFlags{Volumes: stringList{"hostpath:rel:/x"}}, "ABSOLUTE"},
 		{shapingFlags{Volumes: stringList{"emptydir:rel"}}, "must be absolute"},
 		{shapingFlags{Labels: stringList{"=x"}}, `--label "=x"`},
+		{shapingFlags{ScheduleTimeout: -time.Second}, "--schedule-timeout -1s must not be negative"},
 		{shapingFlags{Services: stringList{"redis"}, ServiceResources: resourceFlags{prefix: "service-", Requests: "memory"}}, `--service-requests "memory": want NAME=QUANTITY`},
 		{shapingFlags{Services: stringList{"redis"}, ServiceResources: resourceFlags{prefix: "service-", Memory: "2Gi", Limits: "memory=1Gi"}}, "more than its limit 1Gi (--service-cpu/--service-memory"},
 	} {
