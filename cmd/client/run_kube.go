@@ -105,7 +105,8 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 	f.OutputLimit.apply(&opts)
 	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, opts)
 
-	report(log, res, err, jobAttrs(job, f.start, res)...)
+	// objs.Job names the scripts by their paths in the pod, as the statuses do.
+	report(log, res, err, jobAttrs(objs.Job, f.start, res)...)
 	return exitCode(res, err)
 }
 
