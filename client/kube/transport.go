@@ -98,8 +98,9 @@ func (t *Transport) logger() *slog.Logger {
 // Connect attaches to the container. It returns once the attach streams
 // are established end to end, or an error: one wrapping client.ErrShimGone
 // when the pod is gone or the container has terminated (nothing to attach
-// to any more), any other error when this attempt failed and a later one
-// may work.
+// to any more; a *ContainerEndedError with the container's exit code and
+// reason, OOMKilled say, in the second case), any other error when this
+// attempt failed and a later one may work.
 func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
 	if t.Config == nil {
 		return nil, errors.New("kube transport: no rest.Config")
@@ -163,7 +164,8 @@ func (t *Transport) OpenLog(ctx context.Context) (io.ReadCloser, error) {
 }
 
 // checkContainer returns the container's name, or an error wrapping
-// client.ErrShimGone when the container can never be attached again.
+// client.ErrShimGone when the container can never be attached again (a
+// *ContainerEndedError when it terminated).
 func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface) (string, error) {
 	pod, err := cs.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -180,9 +182,8 @@ func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface)
 		if st.Name != name {
 			continue
 		}
-		if term := st.State.Terminated; term != nil {
-			return name, fmt.Errorf("container %s of pod %s/%s terminated (exit code %d, %s%s): %w",
-				st.Name, t.Namespace, t.Pod, term.ExitCode, term.Reason, message(term.Message), client.ErrShimGone)
+		if st.State.Terminated != nil {
+			return name, containerEnded(pod, st)
 		}
 		// Running, or not yet in the status: the kubelet updates the status
 		// up to a second after the container started (its "Started" event

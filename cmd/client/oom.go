@@ -1,6 +1,12 @@
 package main
 
-import "k8s.io/apimachinery/pkg/api/resource"
+import (
+	"errors"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tether-ci/tether/client/kube"
+)
 
 // oomText says a script was killed for memory, with the limit in the
 // units Kubernetes users write ("out of memory (limit 64Mi)").
@@ -13,4 +19,20 @@ func oomText(limit int64) string {
 		format = resource.DecimalSI
 	}
 	return "out of memory (limit " + resource.NewQuantity(limit, format).String() + ")"
+}
+
+// exitOOMKilled is tether's exit code when the job's container was
+// OOMKilled before the job reported its result: 128+SIGKILL, the code of a
+// script the OOM killer ended.
+const exitOOMKilled = 137
+
+// containerOOM returns the *kube.ContainerEndedError in err when the
+// kernel's OOM killer ended the job's whole container (the shim with it),
+// else nil.
+func containerOOM(err error) *kube.ContainerEndedError {
+	var ended *kube.ContainerEndedError
+	if errors.As(err, &ended) && ended.OOMKilled() {
+		return ended
+	}
+	return nil
 }

@@ -1,6 +1,16 @@
 package main
 
-import "testing"
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+)
 
 func TestOOMText(t *testing.T) {
 	for limit, want := range map[int64]string{
@@ -12,5 +22,32 @@ func TestOOMText(t *testing.T) {
 		if got := oomText(limit); got != want {
 			t.Errorf("oomText(%d) = %q, want %q", limit, got, want)
 		}
+	}
+}
+
+// A session that ended because the job's container was OOMKilled (the
+// error wraps the transport's *kube.ContainerEndedError) exits 137 and
+// says so with the limit; another container end stays "outcome unknown".
+func TestContainerOOMKilledExit(t *testing.T) {
+	ended := func(reason string) error {
+		e := &kube.ContainerEndedError{Namespace: "ci", Pod: "job", Container: kube.BuildContainer, ExitCode: 137, Reason: reason, MemoryLimit: 64 << 20}
+		// As the session wraps it: no result, the Connect error, the log's.
+		return fmt.Errorf("%w: %w; %w", client.ErrNoResult, e, errors.New("the shim's log ends before the job's result"))
+	}
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	err := ended(kube.ReasonOOMKilled)
+	if code := exitCode(client.Result{}, err); code != 137 {
+		t.Errorf("exit code %d; want 137", code)
+	}
+	report(log, client.Result{}, err)
+	if out := buf.String(); !strings.Contains(out, `killed="out of memory (limit 64Mi)"`) || !strings.Contains(out, "OOMKilled") || !strings.Contains(out, "exit_code=137") {
+		t.Errorf("report: %s", out)
+	}
+	if code := exitCode(client.Result{}, ended("Error")); code != exitTether {
+		t.Errorf("container ended with reason Error: exit code %d; want %d", code, exitTether)
+	}
+	if code := exitCode(client.Result{ExitCode: 0}, nil); code != 0 {
+		t.Errorf("a job that reported its result: exit code %d; want 0 whatever the container's reason", code)
 	}
 }

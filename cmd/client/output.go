@@ -292,6 +292,10 @@ func report(log *slog.Logger, res client.Result, err error, extra ...any) {
 		}
 	case res.Cancelled:
 		log.Error("job cancelled", append([]any{"exit_code", res.ExitCode, "err", err}, extra...)...)
+	case containerOOM(err) != nil:
+		oom := containerOOM(err)
+		log.Error("job failed: its container was OOMKilled, the shim with it", append([]any{"exit_code", exitCode(res, err),
+			"killed", oomText(oom.MemoryLimit), "container", oom.Namespace + "/" + oom.Pod + "/" + oom.Container, "err", err}, extra...)...)
 	default:
 		log.Error("job failed", append([]any{"exit_code", exitCode(res, err), "err", err}, extra...)...)
 	}
@@ -299,7 +303,8 @@ func report(log *slog.Logger, res client.Result, err error, extra ...any) {
 
 // exitCode maps a session's outcome to tether's exit code: the job's exit
 // code when it finished (or was cancelled), the shim's exit code when the
-// shim exited first, exitTether when the outcome is unknown.
+// shim exited first, exitOOMKilled when the job's container was OOMKilled
+// before the job's result came, exitTether when the outcome is unknown.
 func exitCode(res client.Result, err error) int {
 	clamp := func(c int) int {
 		if c < 0 || c > 255 {
@@ -317,6 +322,8 @@ func exitCode(res client.Result, err error) int {
 		return exitCancelled
 	case errors.Is(err, client.ErrShimExited) && res.ExitCode != 0:
 		return clamp(res.ExitCode)
+	case containerOOM(err) != nil:
+		return exitOOMKilled
 	case errors.Is(err, context.Canceled):
 		return exitCancelled
 	}
@@ -382,6 +389,8 @@ Exit codes:
            the shim exited idle
   126, 127 the job's own codes: a script or its interpreter is not executable
            or not found
+  137      a script was killed (SIGKILL), or the job's whole container was
+           OOMKilled; "killed: out of memory (limit …)" says which
   130, 143 cancelled by SIGINT or SIGTERM before the job reported a code;
            a second signal exits at once with 128+N
 `
