@@ -27,7 +27,7 @@ Settings are flags, or keys of the YAML file --config FILE (default
 $TETHER_CONFIG; the command line wins), named as tether run's flags:
 namespace, kubeconfig, context, image (for jobs without one), helper-image,
 gitlab-helper-image (git, caches, artifacts; "none": all in the build
-container), pull-policy, idle-timeout, builds-dir, cache-dir, shell (default
+container), pull-policy, idle-timeout, ttl-margin, builds-dir, cache-dir, shell (default
 /bin/bash: runs every stage script), and the pod shaping of tether run: cpu,
 memory, requests, limits, node-selector, toleration, pull-secret,
 service-account, service, volume, label, annotation, pod-patch,

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/gitlab"
 )
 
@@ -31,8 +32,10 @@ type gitlabFlags struct {
 	HelperResources resourceFlags
 	PullPolicy      string
 	IdleTimeout     time.Duration
-	BuildsDir       string
-	CacheDir        string
+	// TTLMargin is added to the job's timeout for the pod's TTL annotation.
+	TTLMargin time.Duration
+	BuildsDir string
+	CacheDir  string
 	// Shell runs every stage script (absolute path in the job image),
 	// whatever its #! line says: the runner's scripts start with
 	// #!/usr/bin/env bash, which images without /usr/bin/env cannot run.
@@ -57,6 +60,7 @@ func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
 	f.HelperResources.register(fs, "the helper container")
 	fs.StringVar(&f.PullPolicy, "pull-policy", "", "image pull `POLICY` of the job pods: Always, IfNotPresent or Never (default: Kubernetes')")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 30*time.Minute, "the job pod ends itself when no stage runs and no driver process attached for this long (0 = never)")
+	fs.DurationVar(&f.TTLMargin, "ttl-margin", kube.DefaultTTLMargin, "the pod's TTL (after which tether gc deletes it) is the job's timeout plus this (no timeout: 24h)")
 	fs.StringVar(&f.BuildsDir, "builds-dir", "/builds", "builds_dir: where the project is checked out, a volume shared by the build and helper containers")
 	fs.StringVar(&f.CacheDir, "cache-dir", "/cache", "cache_dir: where caches are kept, a volume shared by the build and helper containers")
 	fs.StringVar(&f.Shell, "shell", "/bin/bash", "runs every stage script, whatever its #! line (absolute path in the images)")
@@ -100,6 +104,9 @@ func (f *gitlabFlags) validate() error {
 	}
 	if f.IdleTimeout < 0 {
 		return errors.New("idle-timeout must not be negative")
+	}
+	if f.TTLMargin <= 0 {
+		return errors.New("ttl-margin must be positive")
 	}
 	if f.GitLabHelperImage == "" {
 		return fmt.Errorf("gitlab-helper-image is empty: name an image, or %q to run every stage in the build container", gitlabNoHelper)

@@ -74,6 +74,9 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 		Timeout: job.Timeout(), PullPolicy: corev1.PullPolicy(cfg.PullPolicy),
 		IdleTimeout: cfg.IdleTimeout,
 	}
+	if spec.Timeout > 0 {
+		spec.TTL = spec.Timeout + cfg.TTLMargin
+	}
 	if spec.Image == "" {
 		spec.Image = cfg.Image
 	}

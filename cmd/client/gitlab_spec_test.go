@@ -26,7 +26,7 @@ func gitlabTestFlags(t *testing.T, args ...string) *gitlabFlags {
 // for the runner's version, the job's labels and timeout.
 func TestGitLabSpec(t *testing.T) {
 	cfg := gitlabTestFlags(t, "--cpu", "500m", "--toleration", "pool=ci:NoSchedule", "--label", "team=x", "--idle-timeout", "5m",
-		"--gitlab-helper-memory", "128Mi", "--service-limits", "cpu=1", "--service-requests", "cpu=100m")
+		"--gitlab-helper-memory", "128Mi", "--ttl-margin", "7m", "--service-limits", "cpu=1", "--service-requests", "cpu=100m")
 	job := &gitlab.Job{Image: gitlab.Image{Name: "golang:1.26"}, Services: []gitlab.Service{{Name: "postgres:16", Alias: "db",
 		Variables: []gitlab.Variable{{Key: "POSTGRES_PASSWORD", Value: "pw"}}}}}
 	job.Runner.Timeout = 600
@@ -35,7 +35,7 @@ func TestGitLabSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.Image != "golang:1.26" || !spec.Serve || spec.Timeout != 10*time.Minute || spec.IdleTimeout != 5*time.Minute {
+	if spec.Image != "golang:1.26" || !spec.Serve || spec.Timeout != 10*time.Minute || spec.IdleTimeout != 5*time.Minute || spec.TTL != 17*time.Minute {
 		t.Errorf("spec %+v", spec)
 	}
 	if spec.Helper == nil || spec.Helper.Image != "registry.gitlab.com/gitlab-org/gitlab-runner/gitlab-runner-helper:x86_64-v18.1.0" {

@@ -72,6 +72,7 @@ func TestGitLabBadInput(t *testing.T) {
 		{nil, []string{"config", "--pull-policy", "Sometimes"}, `pull-policy "Sometimes": want Always, IfNotPresent or Never`},
 		{nil, []string{"config", "--builds-dir", "/tether/b"}, `builds-dir "/tether/b" would cover /tether`},
 		{nil, []string{"config", "--gitlab-helper-image", ""}, `gitlab-helper-image is empty`},
+		{nil, []string{"config", "--ttl-margin", "0s"}, `ttl-margin must be positive`},
 		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"run", filepath.Join(dir, "no-script"), "build_script"}, "the stage script"},
 		{nil, []string{"run", "only-one-arg"}, "want 2 arguments"},
 		{nil, []string{"config", "--config", relShell}, `shell "bash" must be an absolute path`},
