@@ -64,6 +64,9 @@ func (s *Spec) validateShaping() error {
 			return fmt.Errorf("kube: volume mount %q at %s would cover /tether, where the shim, its spool and the scripts live", m.Name, m.MountPath)
 		}
 	}
+	if err := s.validatePlacement(); err != nil {
+		return err
+	}
 	for _, name := range s.ImagePullSecrets {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			return fmt.Errorf("kube: image pull secret %q: %s", name, strings.Join(errs, "; "))
@@ -101,6 +104,83 @@ func (s *Spec) validateShaping() error {
 				return fmt.Errorf("kube: service %s variable %q: %s", svc.Name, k, strings.Join(errs, "; "))
 			}
 		}
+	}
+	return nil
+}
+
+// validatePlacement checks the service account, node selector, labels,
+// annotations and tolerations, so a bad one fails Build rather than the
+// pod's creation.
+func (s *Spec) validatePlacement() error {
+	if s.ServiceAccountName != "" {
+		if errs := validation.IsDNS1123Subdomain(s.ServiceAccountName); len(errs) > 0 {
+			return fmt.Errorf("kube: Spec.ServiceAccountName %q: %s", s.ServiceAccountName, strings.Join(errs, "; "))
+		}
+	}
+	for field, m := range map[string]map[string]string{"Spec.NodeSelector": s.NodeSelector, "Spec.Labels": s.Labels} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if err := CheckLabel(k, m[k]); err != nil {
+				return fmt.Errorf("kube: %s: %w", field, err)
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Annotations)) {
+		if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
+			return fmt.Errorf("kube: Spec.Annotations: key %q: %s", k, strings.Join(errs, "; "))
+		}
+	}
+	for i, t := range s.Tolerations {
+		if err := CheckToleration(t); err != nil {
+			return fmt.Errorf("kube: Spec.Tolerations[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// CheckLabel reports whether k=v is a valid Kubernetes label (or node
+// selector term): k a qualified name (an optional DNS subdomain prefix and
+// "/", then up to 63 characters), v up to 63 characters of [-_.a-zA-Z0-9]
+// starting and ending alphanumeric, or empty.
+func CheckLabel(k, v string) error {
+	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		return fmt.Errorf("key %q: %s", k, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+		return fmt.Errorf("value %q of %s: %s", v, k, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// CheckToleration reports whether t is a toleration the API server
+// accepts: a qualified-name key (empty only with operator Exists, which
+// then tolerates every taint), operator Exists (no value) or Equal (a
+// label value), and an effect of NoSchedule, PreferNoSchedule, NoExecute
+// or none (all).
+func CheckToleration(t corev1.Toleration) error {
+	if t.Key != "" {
+		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+			return fmt.Errorf("key %q: %s", t.Key, strings.Join(errs, "; "))
+		}
+	}
+	switch t.Operator {
+	case corev1.TolerationOpExists:
+		if t.Value != "" {
+			return fmt.Errorf("key %q: operator Exists takes no value (%q)", t.Key, t.Value)
+		}
+	case corev1.TolerationOpEqual, "":
+		if t.Key == "" {
+			return errors.New("an empty key needs operator Exists")
+		}
+		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+			return fmt.Errorf("key %q: value %q: %s", t.Key, t.Value, strings.Join(errs, "; "))
+		}
+	default:
+		return fmt.Errorf("key %q: operator %q is not Exists or Equal", t.Key, t.Operator)
+	}
+	switch t.Effect {
+	case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return fmt.Errorf("key %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", t.Key, t.Effect)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,16 +29,31 @@ func TestBuildWithEveryShapingField(t *testing.T) {
 	spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.10"}}
 	spec.HostAliases = []corev1.HostAlias{{IP: "10.1.1.1", Hostnames: []string{"git.example"}}}
 	spec.Services = []Service{{Image: "registry.example/library/postgres:16", Aliases: []string{"db"}, Env: map[string]string{"POSTGRES_PASSWORD": "pw"}, Args: []string{"-c", "fsync=off"}, Resources: res}}
+	spec.InitResources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}}
+	spec.ServiceAccountName = "ci-runner"
+	spec.NodeSelector = map[string]string{"pool": "gpu"}
+	spec.Labels = map[string]string{"team": "infra", LabelManagedBy: "someone-else"}
+	spec.Annotations = map[string]string{"note": "x", AnnotationTTL: "1"}
+	spec.TerminationGracePeriod = 7 * time.Second
+	spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ci", Effect: corev1.TaintEffectNoSchedule})
+	spec.Services = append(spec.Services, Service{Name: "cache", Image: "redis:7", Command: []string{"redis-server"}, Args: []string{"--save", ""}})
 	objs, err := Build(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps := objs.Pod.Spec
 	build, init := ps.Containers[0], ps.InitContainers[0]
-	if !build.Resources.Requests.Cpu().Equal(resource.MustParse("250m")) || !init.Resources.Limits.Memory().Equal(resource.MustParse("64Mi")) {
-		t.Errorf("build resources %+v, init resources %+v (init defaults to the build container's)", build.Resources, init.Resources)
+	if !build.Resources.Requests.Cpu().Equal(resource.MustParse("250m")) || !init.Resources.Limits.Memory().Equal(resource.MustParse("16Mi")) || init.Resources.Requests != nil {
+		t.Errorf("build resources %+v, init resources %+v (want InitResources')", build.Resources, init.Resources)
 	}
-	if len(ps.Tolerations) != 1 || ps.Affinity == nil || ps.ImagePullSecrets[0].Name != "regcred" || ps.PriorityClassName != "ci-high" ||
+	if ps.ServiceAccountName != "ci-runner" || ps.NodeSelector["pool"] != "gpu" || ps.TerminationGracePeriodSeconds == nil || *ps.TerminationGracePeriodSeconds != 7 {
+		t.Errorf("service account %q node selector %v grace %v", ps.ServiceAccountName, ps.NodeSelector, ps.TerminationGracePeriodSeconds)
+	}
+	meta := objs.Pod.ObjectMeta
+	if meta.Labels["team"] != "infra" || meta.Labels[LabelManagedBy] != ManagedByValue || meta.Annotations["note"] != "x" || meta.Annotations[AnnotationTTL] == "1" {
+		t.Errorf("labels %v annotations %v; want the caller's added and Tether's own kept", meta.Labels, meta.Annotations)
+	}
+	if len(ps.Tolerations) != 2 || ps.Tolerations[1].Value != "ci" || ps.Affinity == nil || ps.ImagePullSecrets[0].Name != "regcred" || ps.PriorityClassName != "ci-high" ||
 		ps.RuntimeClassName == nil || *ps.RuntimeClassName != "gvisor" || ps.DNSPolicy != corev1.DNSNone || ps.DNSConfig.Nameservers[0] != "10.0.0.10" {
 		t.Errorf("pod spec %+v", ps)
 	}
@@ -47,8 +63,11 @@ func TestBuildWithEveryShapingField(t *testing.T) {
 	if ps.Volumes[len(ps.Volumes)-1].Name != "cache" {
 		t.Errorf("volumes %+v", ps.Volumes)
 	}
-	if len(ps.InitContainers) != 2 {
-		t.Fatalf("init containers %d, want the shim copy and one service", len(ps.InitContainers))
+	if len(ps.InitContainers) != 3 {
+		t.Fatalf("init containers %d, want the shim copy and two services", len(ps.InitContainers))
+	}
+	if c := ps.InitContainers[2]; c.Name != "cache" || c.Command[0] != "redis-server" || c.Args[0] != "--save" || c.Resources.Limits != nil {
+		t.Errorf("second service container %+v", c)
 	}
 	svc := ps.InitContainers[1]
 	if svc.Name != "svc-0-postgres" || svc.Image != "registry.example/library/postgres:16" || svc.RestartPolicy == nil ||
@@ -83,6 +102,18 @@ func TestBuildShapingErrors(t *testing.T) {
 		{func(s *Spec) { s.Services = []Service{{Name: "build", Image: "x"}} }, "used twice"},
 		{func(s *Spec) { s.Services = []Service{{Image: "x", Aliases: []string{"Not_A_Host"}}} }, `alias "Not_A_Host"`},
 		{func(s *Spec) { s.ImagePullSecrets = []string{"Bad Name"} }, "image pull secret"},
+		{func(s *Spec) { s.ServiceAccountName = "CI Runner" }, `Spec.ServiceAccountName "CI Runner"`},
+		{func(s *Spec) { s.NodeSelector = map[string]string{"bad key": "x"} }, `Spec.NodeSelector: key "bad key"`},
+		{func(s *Spec) { s.Labels = map[string]string{"team": "not a value"} }, `Spec.Labels: value "not a value" of team`},
+		{func(s *Spec) { s.Annotations = map[string]string{"/x": "y"} }, `Spec.Annotations: key "/x"`},
+		{func(s *Spec) {
+			s.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists, Value: "yes"}}
+		}, `Spec.Tolerations[0]: key "gpu": operator Exists takes no value`},
+		{func(s *Spec) { s.Tolerations = []corev1.Toleration{{Value: "x"}} }, "Spec.Tolerations[0]: an empty key needs operator Exists"},
+		{func(s *Spec) { s.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: "In"}} }, `operator "In" is not Exists or Equal`},
+		{func(s *Spec) {
+			s.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: "Sometimes"}}
+		}, `effect "Sometimes" is not NoSchedule`},
 	} {
 		spec := testSpec()
 		tc.edit(&spec)

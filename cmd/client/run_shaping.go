@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tether-ci/tether/client/kube"
 )
@@ -69,13 +70,13 @@ func (f *shapingFlags) apply(spec *kube.Spec) error {
 	if spec.Resources, err = f.resources(); err != nil {
 		return err
 	}
-	if spec.NodeSelector, err = keyValues("--node-selector", f.NodeSelector); err != nil {
+	if spec.NodeSelector, err = keyValues("--node-selector", f.NodeSelector, kube.CheckLabel); err != nil {
 		return err
 	}
-	if spec.Labels, err = keyValues("--label", f.Labels); err != nil {
+	if spec.Labels, err = keyValues("--label", f.Labels, kube.CheckLabel); err != nil {
 		return err
 	}
-	if spec.Annotations, err = keyValues("--annotation", f.Annotations); err != nil {
+	if spec.Annotations, err = keyValues("--annotation", f.Annotations, checkAnnotation); err != nil {
 		return err
 	}
 	for _, t := range f.Tolerations {
@@ -85,7 +86,17 @@ func (f *shapingFlags) apply(spec *kube.Spec) error {
 		}
 		spec.Tolerations = append(spec.Tolerations, tol)
 	}
+	for _, name := range f.PullSecrets {
+		if err := checkObjectName("--pull-secret", name); err != nil {
+			return err
+		}
+	}
 	spec.ImagePullSecrets = append(spec.ImagePullSecrets, f.PullSecrets...)
+	if f.ServiceAccount != "" {
+		if err := checkObjectName("--service-account", f.ServiceAccount); err != nil {
+			return err
+		}
+	}
 	spec.ServiceAccountName = f.ServiceAccount
 	svcResources, err := f.ServiceResources.parse()
 	if err != nil {
@@ -99,6 +110,11 @@ func (f *shapingFlags) apply(spec *kube.Spec) error {
 		svc := kube.Service{Image: image, Resources: *svcResources.DeepCopy()}
 		if aliases != "" {
 			svc.Aliases = strings.Split(aliases, ",")
+		}
+		for _, a := range svc.Aliases {
+			if errs := validation.IsDNS1123Subdomain(a); len(errs) > 0 {
+				return fmt.Errorf("--service %q: alias %q is not a host name: %s", s, a, strings.Join(errs, "; "))
+			}
 		}
 		spec.Services = append(spec.Services, svc)
 	}
@@ -216,8 +232,8 @@ func (rf resourceFlags) parse() (corev1.ResourceRequirements, error) {
 	return r, nil
 }
 
-// keyValues parses repeatable K=V flags.
-func keyValues(flagName string, list []string) (map[string]string, error) {
+// keyValues parses repeatable K=V flags, each checked by check.
+func keyValues(flagName string, list []string, check func(k, v string) error) (map[string]string, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}
@@ -227,9 +243,29 @@ func keyValues(flagName string, list []string) (map[string]string, error) {
 		if !ok || k == "" {
 			return nil, fmt.Errorf("%s %q: want KEY=VALUE", flagName, kv)
 		}
+		if err := check(k, v); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", flagName, kv, err)
+		}
 		m[k] = v
 	}
 	return m, nil
+}
+
+// checkAnnotation checks an annotation's key (any value is fine).
+func checkAnnotation(k, _ string) error {
+	if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
+		return fmt.Errorf("key %q: %s", k, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkObjectName checks the name of a Kubernetes object a flag refers to
+// (a Secret, a ServiceAccount, a PersistentVolumeClaim, a ConfigMap).
+func checkObjectName(flagName, name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("%s %q is not a Kubernetes object name: %s", flagName, name, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // parseToleration parses KEY[=VALUE][:EFFECT].
@@ -252,6 +288,9 @@ func parseToleration(s string) (corev1.Toleration, error) {
 		default:
 			return t, fmt.Errorf("--toleration %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", s, effect)
 		}
+	}
+	if err := kube.CheckToleration(t); err != nil {
+		return t, fmt.Errorf("--toleration %q: %w", s, err)
 	}
 	return t, nil
 }
@@ -284,6 +323,11 @@ func parseVolume(i int, s string) (corev1.Volume, corev1.VolumeMount, error) {
 			return bad(kind + ":SOURCE:PATH[:ro]")
 		}
 		src := parts[1]
+		if kind != "hostpath" {
+			if err := checkObjectName("--volume "+s+": "+kind, src); err != nil {
+				return vol, corev1.VolumeMount{}, err
+			}
+		}
 		switch kind {
 		case "pvc":
 			vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: src, ReadOnly: readOnly}
