@@ -389,10 +389,11 @@ Exit codes:
            the shim exited idle
   126, 127 the job's own codes: a script or its interpreter is not executable
            or not found
-  137      a script was killed (SIGKILL), or the job's whole container was
-           OOMKilled; "killed: out of memory (limit …)" says which
   130, 143 cancelled by SIGINT or SIGTERM before the job reported a code;
            a second signal exits at once with 128+N
+  137      a script was killed (SIGKILL), or the job's whole container was
+           OOMKilled; the log's killed="out of memory (limit …)" says when
+           memory was the cause
 `
 
 // printUsage prints head, fs's flags and the exit codes to w, naming the
