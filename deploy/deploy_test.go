@@ -25,6 +25,7 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	kyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 const chart = "helm/tether-gc"
@@ -183,7 +184,8 @@ func TestHelmLint(t *testing.T) {
 }
 
 // Defaults: one namespace (the release's), least-privilege Role, a
-// Forbid CronJob running /tether gc from the helper image, no extras.
+// Forbid CronJob running /tether gc from the CLI image (tagged with the
+// chart's appVersion), no extras.
 func TestHelmTemplateDefaults(t *testing.T) {
 	r := template(t, "ci")
 	if len(r.other) != 0 || len(r.cRoles) != 0 || len(r.cBinds) != 0 {
@@ -209,7 +211,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	}
 	pod := cj.Spec.JobTemplate.Spec.Template.Spec
 	c := pod.Containers[0]
-	if c.Image != "localhost/tether/helper:dev" {
+	if c.Image != "ghcr.io/tether-ci/tether:dev" { // repository:appVersion
 		t.Errorf("image %q", c.Image)
 	}
 	wantArgs := []string{"--namespace=ci", "--grace=10m", "--resources=pods,configmaps,secrets", "--log-format=json", "--chunk-size=100"}
@@ -356,6 +358,9 @@ func TestPlainManifests(t *testing.T) {
 				t.Fatal("no manifests")
 			}
 			for _, f := range files {
+				if filepath.Base(f) == kustomization {
+					continue
+				}
 				b, err := os.ReadFile(f)
 				if err != nil {
 					t.Fatal(err)
@@ -397,6 +402,64 @@ func TestPlainManifests(t *testing.T) {
 			}
 			if !slices.Contains(args, "--all-namespaces") {
 				t.Error("cluster CronJob lacks --all-namespaces")
+			}
+		})
+	}
+}
+
+// kustomization is the file `kubectl apply -k` reads in each manifest folder.
+const kustomization = "kustomization.yaml"
+
+// Each manifest folder's kustomization.yaml lists every manifest in it and
+// pins the image the CronJob runs, with the same repository and tag.
+func TestKustomizations(t *testing.T) {
+	for _, dir := range []string{"namespaced", "cluster"} {
+		t.Run(dir, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(dir, kustomization))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var k struct {
+				APIVersion string   `json:"apiVersion"`
+				Kind       string   `json:"kind"`
+				Resources  []string `json:"resources"`
+				Images     []struct {
+					Name    string `json:"name"`
+					NewTag  string `json:"newTag"`
+					NewName string `json:"newName"`
+				} `json:"images"`
+			}
+			if err := sigsyaml.UnmarshalStrict(b, &k); err != nil {
+				t.Fatalf("%s/%s: %v", dir, kustomization, err)
+			}
+			if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+				t.Errorf("apiVersion %q kind %q", k.APIVersion, k.Kind)
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+			var want []string
+			var image string
+			for _, f := range files {
+				if filepath.Base(f) == kustomization {
+					continue
+				}
+				want = append(want, filepath.Base(f))
+				raw, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range decodeAll(t, bytes.NewReader(raw)) {
+					if cj, ok := o.(*batchv1.CronJob); ok {
+						image = cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image
+					}
+				}
+			}
+			slices.Sort(want)
+			got := slices.Sorted(slices.Values(k.Resources))
+			if !slices.Equal(got, want) {
+				t.Errorf("resources %v, want every manifest of the folder %v", got, want)
+			}
+			if len(k.Images) != 1 || k.Images[0].NewName != "" || image != k.Images[0].Name+":"+k.Images[0].NewTag {
+				t.Errorf("images %+v do not pin the CronJob's image %q", k.Images, image)
 			}
 		})
 	}

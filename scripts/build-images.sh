@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# build-images.sh [NAME...] — build the tether images (helper, busybox, bash,
-# git, pause; default: all) from images/NAME/Dockerfile without a registry, and
-# save each as a docker-archive tarball bin/images/NAME.tar tagged
-# localhost/tether/NAME:dev. Called by `make images` (after `make build`).
+# build-images.sh [NAME...] — build the images (default: all) without a
+# registry into bin/images/NAME.tar, for `make images` and `make e2e`:
 #
-# Each image has one definition, its Dockerfile (FROM scratch + COPY). This
-# script only prepares the build context under bin/images/ctx/NAME from the
-# repository build (bin/) and Debian packages (busybox-static, bash-static),
-# then builds with podman (its own vfs storage under the cache directory, so it
-# never disturbs another podman user) or, without podman, a working docker.
+#   tether-shim, tether  the project's images, exactly as `make release` makes
+#                        them: static binaries cross-built for linux/amd64 and
+#                        linux/arm64 (bin/linux-ARCH/), written by
+#                        tools/ociimage as multi-platform OCI archives named
+#                        ghcr.io/tether-ci/tether-shim:TAG and
+#                        ghcr.io/tether-ci/tether:TAG. No daemon needed.
+#   busybox, bash, git,  test images for the e2e suite (localhost/tether/NAME:TAG),
+#   pause                from images/NAME/Dockerfile (FROM scratch + COPY) as
+#                        docker-archive tarballs. This script prepares the build
+#                        context under bin/images/ctx/NAME from Debian packages
+#                        (busybox-static, bash-static, git) and builds with
+#                        podman (its own vfs storage under the cache directory,
+#                        so it never disturbs another podman user) or, without
+#                        podman, a working docker.
 #
 # Env: TETHER_IMAGE_TAG (default dev), TETHER_CACHE, TETHER_IMAGE_ENGINE
-# (podman|docker), VERSION (the label org.opencontainers.image.version).
+# (podman|docker), VERSION (the binaries' version and the label
+# org.opencontainers.image.version), SOURCE_DATE_EPOCH (the OCI images'
+# creation time; default: the last commit's time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -20,7 +29,9 @@ tag="${TETHER_IMAGE_TAG:-dev}"
 cache="${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
 version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 out="$root/bin/images"
-all=(helper busybox bash git pause)
+all=(tether-shim tether busybox bash git pause)
+# The project's images and the platforms they are built for.
+oci_platforms=(linux/amd64 linux/arm64)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 
@@ -67,14 +78,6 @@ prepare() {
   rm -rf "$ctx"
   mkdir -p "$ctx"
   case "$name" in
-    helper)
-      local b
-      for b in tether-shim tether; do
-        [ -x "bin/$b" ] || die "bin/$b is missing: run 'make build' first"
-        is_static "bin/$b" || die "bin/$b is not static (build with CGO_ENABLED=0)"
-        cp "bin/$b" "$ctx/$b"
-      done
-      ;;
     busybox)
       busybox_rootfs "$ctx/rootfs"
       ;;
@@ -114,8 +117,37 @@ prepare() {
   esac
 }
 
+# oci_image NAME: cross-build cmd/NAME's binary for each platform and write
+# the multi-platform OCI archive bin/images/NAME.tar.
+oci_image() {
+  local name=$1 pkg p os arch bins=()
+  case "$name" in
+    tether-shim) pkg=./cmd/shim ;;
+    tether) pkg=./cmd/client ;;
+  esac
+  for p in "${oci_platforms[@]}"; do
+    os=${p%/*} arch=${p#*/}
+    mkdir -p "bin/$os-$arch"
+    CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
+      -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
+      -o "bin/$os-$arch/$name" "$pkg"
+    bins+=(--binary "$p=bin/$os-$arch/$name")
+  done
+  go run ./tools/ociimage --image "$name" --tag "$tag" --version "$version" \
+    --revision "$(git rev-parse HEAD 2>/dev/null || true)" --created "$created" \
+    "${bins[@]}" --out "$out/$name.tar" >/dev/null
+}
+
+created="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
+needs_engine=0
+for name in "${names[@]}"; do
+  case "$name" in tether-shim|tether) ;; *) needs_engine=1 ;; esac
+done
+
 engine="${TETHER_IMAGE_ENGINE:-}"
-if [ -z "$engine" ]; then
+if [ "$needs_engine" = 0 ]; then
+  engine=none
+elif [ -z "$engine" ]; then
   if command -v podman >/dev/null; then engine=podman
   elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then engine=docker
   else die "neither podman nor a working docker found: apt-get install podman"
@@ -133,11 +165,20 @@ case "$engine" in
     export TMPDIR="$store/tmp"
     ;;
   docker) eng=(docker) ;;
+  none) ;;
   *) die "unknown engine $engine (podman or docker)" ;;
 esac
 
 mkdir -p "$out"
 for name in "${names[@]}"; do
+  case "$name" in
+    tether-shim|tether)
+      start=$(date +%s%N)
+      oci_image "$name"
+      log "$name:$tag (${oci_platforms[*]}) -> bin/images/$name.tar ($(du -h "$out/$name.tar" | cut -f1), $(( ($(date +%s%N) - start) / 1000000 )) ms)"
+      continue
+      ;;
+  esac
   [ -f "images/$name/Dockerfile" ] || die "images/$name/Dockerfile is missing"
   ref="localhost/tether/$name:$tag"
   # The node's containerd names the sandbox image with the dev tag.

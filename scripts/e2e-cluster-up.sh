@@ -47,7 +47,10 @@ ensure_packages() {
 }
 
 # --- images ----------------------------------------------------------------
-# import_images: every bin/images/*.tar into containerd's k8s.io namespace.
+# import_images: every bin/images/*.tar into containerd's k8s.io namespace:
+# the docker-archives of the test images and the multi-platform OCI archives
+# of tether-shim and tether (--all-platforms keeps the arm64 content too, as
+# a registry pull of the index would make it available).
 import_images() {
   local snap=$1 tar n=0
   [ -f "$repo/bin/images/pause.tar" ] || {
@@ -55,7 +58,7 @@ import_images() {
     "$repo/scripts/build-images.sh" pause
   }
   for tar in "$repo"/bin/images/*.tar; do
-    ctrd images import --snapshotter "$snap" "$tar" >/dev/null \
+    ctrd images import --all-platforms --snapshotter "$snap" "$tar" >/dev/null \
       || e2e_die "ctr images import $tar failed"
     n=$((n + 1))
   done

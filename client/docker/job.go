@@ -18,8 +18,9 @@ import (
 	"github.com/tether-ci/tether/internal/dockerengine"
 )
 
-// DefaultHelperImage is the image the shim is copied from by default.
-const DefaultHelperImage = contract.DefaultHelperImage
+// DefaultHelperImage is the image the shim is copied from by default: the
+// project's published shim-only image tagged with this build's version.
+func DefaultHelperImage() string { return contract.DefaultHelperImage() }
 
 // Labels put on every container Tether creates.
 const (
@@ -112,7 +113,7 @@ func (c *Client) StartJob(ctx context.Context, spec Spec) (*Container, error) {
 		}
 	}
 	if spec.HelperImage == "" {
-		spec.HelperImage = DefaultHelperImage
+		spec.HelperImage = DefaultHelperImage()
 	}
 	log := spec.Logger
 	if log == nil {

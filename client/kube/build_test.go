@@ -54,7 +54,7 @@ func TestBuildPodLayout(t *testing.T) {
 		t.Fatalf("%d init containers", len(pod.Spec.InitContainers))
 	}
 	ic := pod.Spec.InitContainers[0]
-	if ic.Image != DefaultHelperImage || strings.Join(ic.Command, " ") != "/tether-shim copy /mnt/tether/bin/tether-shim" {
+	if ic.Image != DefaultHelperImage() || strings.Join(ic.Command, " ") != "/tether-shim copy /mnt/tether/bin/tether-shim" {
 		t.Errorf("init container %s %v", ic.Image, ic.Command)
 	}
 	if len(pod.Spec.Containers) != 1 {

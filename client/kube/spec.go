@@ -65,10 +65,14 @@ const (
 // configure tether-shim (TETHER_SHELL, TETHER_GRACE, …).
 const ShimEnvPrefix = "TETHER_"
 
+// DefaultHelperImage is the image that carries tether-shim when
+// Spec.HelperImage is empty: the project's published shim-only image tagged
+// with this build's version (ghcr.io/tether-ci/tether-shim:v1.2.3; the dev
+// tag for builds that are not releases).
+func DefaultHelperImage() string { return contract.DefaultHelperImage() }
+
 // Defaults of Spec.
 const (
-	// DefaultHelperImage is the image that carries tether-shim.
-	DefaultHelperImage = contract.DefaultHelperImage
 	// DefaultDeadlineMargin is added to the job timeout for the pod's
 	// activeDeadlineSeconds, so the shim's own deadline (which reports in
 	// band) fires first even after a slow image pull.
@@ -271,7 +275,7 @@ func (s Spec) withDefaults() (Spec, error) {
 		return s, errors.New("kube: Timeout, TTL, IdleTimeout and DeadlineMargin must not be negative")
 	}
 	if s.HelperImage == "" {
-		s.HelperImage = DefaultHelperImage
+		s.HelperImage = DefaultHelperImage()
 	}
 	suffix := randomSuffix(5)
 	if s.Name == "" {

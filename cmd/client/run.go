@@ -75,9 +75,6 @@ type runFlags struct {
 	start time.Time
 }
 
-// DefaultHelperImage is the image that carries tether-shim (docs/ARCHITECTURE.md).
-const DefaultHelperImage = contract.DefaultHelperImage
-
 const runUsage = `Usage: tether run [flags] SCRIPT... [--after SCRIPT]...
 
 Runs the scripts as one CI job: the main scripts in order until one fails,
@@ -124,7 +121,7 @@ func newRunFlagSet(f *runFlags) *pflag.FlagSet {
 	fs.Var(&f.MaskEnv, "mask-env", "replace the value of variable `NAME` (from --env, else tether's environment; at least 8 bytes) with [MASKED] in the job's output, also URL-encoded, before it leaves the shim (repeatable)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
-	fs.StringVar(&f.HelperImage, "helper-image", DefaultHelperImage, "image that carries tether-shim")
+	fs.StringVar(&f.HelperImage, "helper-image", contract.DefaultHelperImage(), "image that carries tether-shim (for --kube and --docker)")
 	fs.BoolVar(&f.Keep, "keep", false, "keep the pod/container after the job")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 10*time.Minute, "the shim exits when no script runs and no client pinged it for this long (0 = never)")
 	fs.BoolVar(&f.Restricted, "restricted", false, "make the pod pass the Pod Security Standard \"restricted\": non-root (user 65532 unless --run-as-user), no capabilities or privilege escalation, RuntimeDefault seccomp, read-only root with /tmp an emptyDir (Kubernetes)")

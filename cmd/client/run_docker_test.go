@@ -26,15 +26,15 @@ func dockerAllBytes() string {
 	return b.String()
 }
 
-// dockerEngine starts a private podman service with the busybox and helper
-// images, points DOCKER_HOST at it and returns it with a client and the
+// dockerEngine starts a private podman service with the busybox and
+// tether-shim images, points DOCKER_HOST at it and returns it with a client and the
 // two image references.
 func dockerEngine(t *testing.T) (e *dockertest.Engine, c *dockerengine.Client, busybox, helper string) {
 	t.Helper()
 	e = dockertest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	refs, err := e.LoadImages(ctx, "busybox", "helper")
+	refs, err := e.LoadImages(ctx, "busybox", "tether-shim")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,16 @@
 // (`tether gc`) deletes by and the shim reads its time to live from, and the
 // default helper image every backend and the CLI start from.
 //
-// It is a leaf package (standard library only, no imports at all) so the
-// shim, the public client packages and the cleaner can all import it; each
-// string is defined here and nowhere else.
+// It is a leaf package (it imports only the build's version, itself a leaf)
+// so the shim, the public client packages and the cleaner can all import it;
+// each string is defined here and nowhere else.
 package contract
+
+import (
+	"regexp"
+
+	"github.com/tether-ci/tether/internal/version"
+)
 
 const (
 	// LabelManagedBy is set to ManagedByValue on every object Tether
@@ -27,10 +33,46 @@ const (
 	// cleaner reads: a Go duration ("1h30m") from the pod's creation. The
 	// cleaner honours it on pods without AnnotationTTL.
 	AnnotationGitLabPodCleanupTTL = "pod-cleanup.gitlab.com/ttl"
-	// DefaultHelperImage is the image that carries tether-shim (at
-	// /tether-shim) when none is configured.
-	DefaultHelperImage = "localhost/tether/helper:dev"
+	// ShimImageRepository is where the project publishes the job-pod
+	// image: tether-shim alone at /tether-shim (FROM scratch, user 65532),
+	// for linux/amd64 and linux/arm64. Every job pod's init container
+	// copies the shim out of it.
+	ShimImageRepository = "ghcr.io/tether-ci/tether-shim"
+	// CLIImageRepository is where the project publishes the image of the
+	// tether CLI at /tether (the `tether gc` CronJob runs it).
+	CLIImageRepository = "ghcr.io/tether-ci/tether"
+	// DevImageTag tags the images of builds that are not releases.
+	DevImageTag = "dev"
 )
+
+// releaseVersion matches the versions `make release VERSION=...` accepts:
+// vMAJOR.MINOR.PATCH with an optional pre-release (v1.2.0-rc.1), but not
+// what `git describe` adds between tags (-3-gabc1234) or -dirty.
+var releaseVersion = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.]+)?$`)
+
+// IsRelease reports whether v is a release version (v1.2.3, v1.2.3-rc.1).
+func IsRelease(v string) bool {
+	return releaseVersion.MatchString(v) && !describeSuffix.MatchString(v)
+}
+
+// describeSuffix matches what `git describe --dirty` adds past a tag.
+var describeSuffix = regexp.MustCompile(`(-[0-9]+-g[0-9a-f]+|-dirty)$`)
+
+// ImageTag is the tag of the project's images that go with a binary of
+// version v: v itself for a release, DevImageTag otherwise.
+func ImageTag(v string) string {
+	if IsRelease(v) {
+		return v
+	}
+	return DevImageTag
+}
+
+// DefaultHelperImage is the image that carries tether-shim (at
+// /tether-shim) when none is configured: ShimImageRepository tagged with
+// this build's version (DevImageTag for builds that are not releases).
+func DefaultHelperImage() string {
+	return ShimImageRepository + ":" + ImageTag(version.Version)
+}
 
 // Defaults of tether-shim that clients size the pod's lifetime with: the
 // TERM→KILL grace when a script is stopped (--grace), and the after-scripts'

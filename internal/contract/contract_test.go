@@ -19,10 +19,11 @@ import (
 // deletes by these strings, so a second copy that drifts leaks objects).
 func TestContractStringsAreDefinedOnce(t *testing.T) {
 	values := map[string]string{
-		contract.LabelManagedBy:     "LabelManagedBy",
-		contract.LabelJob:           "LabelJob",
-		contract.AnnotationTTL:      "AnnotationTTL",
-		contract.DefaultHelperImage: "DefaultHelperImage",
+		contract.LabelManagedBy:      "LabelManagedBy",
+		contract.LabelJob:            "LabelJob",
+		contract.AnnotationTTL:       "AnnotationTTL",
+		contract.ShimImageRepository: "ShimImageRepository",
+		contract.CLIImageRepository:  "CLIImageRepository",
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -78,5 +79,30 @@ func TestContractStringsAreDefinedOnce(t *testing.T) {
 	}
 	if files < 50 {
 		t.Fatalf("walked only %d Go files under %s; the walk is broken", files, root)
+	}
+}
+
+func TestImageTag(t *testing.T) {
+	for v, want := range map[string]string{
+		"v1.2.3":                  "v1.2.3",
+		"v0.1.0-rc.1":             "v0.1.0-rc.1",
+		"v10.0.0":                 "v10.0.0",
+		"dev":                     contract.DevImageTag,
+		"":                        contract.DevImageTag,
+		"9dcbf13-dirty":           contract.DevImageTag,
+		"v1.2.3-dirty":            contract.DevImageTag,
+		"v1.2.3-4-g9dcbf13":       contract.DevImageTag,
+		"v1.2.3-4-g9dcbf13-dirty": contract.DevImageTag,
+		"1.2.3":                   contract.DevImageTag,
+		"v1.2":                    contract.DevImageTag,
+		"v01.2.3":                 contract.DevImageTag,
+	} {
+		if got := contract.ImageTag(v); got != want {
+			t.Errorf("ImageTag(%q) = %q, want %q", v, got, want)
+		}
+	}
+	// Plain `go build` leaves the version "dev".
+	if got, want := contract.DefaultHelperImage(), contract.ShimImageRepository+":"+contract.DevImageTag; got != want {
+		t.Errorf("DefaultHelperImage() = %q, want %q", got, want)
 	}
 }

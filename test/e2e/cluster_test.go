@@ -45,6 +45,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 
+	"github.com/tether-ci/tether/internal/contract"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -52,8 +53,14 @@ import (
 // tag is TETHER_IMAGE_TAG (default dev), as build-images.sh tags them, so
 // several checkouts can share one node without running each other's shim.
 var (
-	// HelperImage holds the static /tether-shim and /tether (no shell, uid 65532).
-	HelperImage = "localhost/tether/helper:" + imageTag()
+	// HelperImage is the project's job-pod image as `make release` builds
+	// it: only the static /tether-shim (no shell, uid 65532), a
+	// linux/amd64 + linux/arm64 index imported from its OCI archive. Every
+	// job of the suite copies its shim from it (--helper-image).
+	HelperImage = contract.ShimImageRepository + ":" + imageTag()
+	// CLIImage is the project's image of the tether CLI at /tether (the
+	// cleaner's CronJob runs it), built the same way.
+	CLIImage = contract.CLIImageRepository + ":" + imageTag()
 	// BusyboxImage is busybox-static with its applets (sh, sleep, cat, ...).
 	BusyboxImage = "localhost/tether/busybox:" + imageTag()
 	// BashImage is bash-static as /bin/bash plus the busybox applets.
@@ -95,9 +102,9 @@ const (
 	BuildContainer = "build"
 	// InitContainer is the name of the init container that copies the shim.
 	InitContainer = "tether-init"
-	// InitMountPath is where the init container mounts the emptyDir: the
-	// helper image has a /tether file of its own (the tether CLI), so it
-	// cannot be mounted over. client/kube uses the same path.
+	// InitMountPath is where the init container mounts the emptyDir (a
+	// helper image may have a /tether of its own, e.g. the tether CLI, so
+	// it is not mounted there). client/kube uses the same path.
 	InitMountPath = "/mnt/tether"
 )
 

@@ -4,7 +4,7 @@ package e2e
 
 // tether gc on the real node: the cleaner's rules against the real
 // apiserver (pagination, UID preconditions, dry runs, failed deletes), and
-// the Helm chart installed with helm whose CronJob runs the helper image
+// the Helm chart installed with helm whose CronJob runs the CLI image
 // in-cluster, plus its RBAC checked with a real service-account token.
 
 import (
@@ -503,7 +503,10 @@ func (c *Cluster) gcInstallChart(ctx context.Context, t *testing.T, ns, rel stri
 	}
 	// The node has no kube-proxy: the pod reaches the apiserver on the
 	// host's loopback (k8s-node-notes.md, pitfall 3). Test values only.
+	// The chart's image repository is the project's CLI image; only the
+	// tag is the suite's (the chart defaults it to its appVersion).
 	values := fmt.Sprintf(`image:
+  tag: %q
   pullPolicy: Never
 suspend: true
 grace: 1s
@@ -515,7 +518,7 @@ pod:
     - {name: KUBERNETES_SERVICE_PORT, value: %q}
   labels:
     %s: "true"
-`, host, port, E2ELabel)
+`, imageTag(), host, port, E2ELabel)
 	vf := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(vf, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
@@ -529,6 +532,9 @@ pod:
 	cjs, err := c.Client.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + rel})
 	if err != nil || len(cjs.Items) != 1 {
 		t.Fatalf("CronJob of release %s: %v (%d found)", rel, err, len(cjs.Items))
+	}
+	if img := cjs.Items[0].Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image; img != CLIImage {
+		t.Fatalf("the chart's CronJob runs image %q, want the suite's CLI image %q", img, CLIImage)
 	}
 	return &cjs.Items[0]
 }
@@ -588,7 +594,7 @@ func (c *Cluster) gcRunCronJobNow(ctx context.Context, t *testing.T, cj *batchv1
 }
 
 // The chart installed with helm: its CronJob's pod runs /tether gc from the
-// helper image in-cluster (service-account token, namespace from the pod)
+// CLI image in-cluster (service-account token, namespace from the pod)
 // and deletes the expired pod and the unowned ConfigMap, nothing else. Its
 // ServiceAccount can do what the cleaner needs and nothing more.
 func TestGCHelmChartOnNode(t *testing.T) {

@@ -8,18 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
-	"time"
 
 	"github.com/tether-ci/tether/internal/testing/testbin"
 )
 
 // modulePath identifies the repository's go.mod.
 const modulePath = "module github.com/tether-ci/tether\n"
-
-// ImageRef returns the reference of the Tether image NAME
-// (localhost/tether/NAME:dev), as scripts/build-images.sh tags it.
-func ImageRef(name string) string { return "localhost/tether/" + name + ":dev" }
 
 // RepoRoot returns the repository's root: the nearest directory above the
 // working directory whose go.mod declares the Tether module.
@@ -64,11 +60,12 @@ func BuildShim(ctx context.Context, dir string) (string, error) {
 	return testbin.BuildStatic(ctx, dir, "tether-shim", testbin.Shim)
 }
 
-// LoadImages loads the Tether images NAME (helper, busybox, bash) into the
-// engine from bin/images/NAME.tar. A missing tarball is built with
-// scripts/build-images.sh, and so is a helper image whose binaries differ
-// from bin/tether-shim and bin/tether (which `make build` writes; they are
-// built first when missing). It returns the images' references.
+// LoadImages loads the Tether images NAME (tether-shim, tether, busybox,
+// bash, ...) into the engine from bin/images/NAME.tar and returns the
+// references they were loaded as. A missing tarball is built with
+// scripts/build-images.sh, and the tether-shim and tether images are always
+// rebuilt (from the working tree: cached compiles, a few seconds), so the
+// shim under test is the current one.
 func (e *Engine) LoadImages(ctx context.Context, names ...string) ([]string, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -79,16 +76,39 @@ func (e *Engine) LoadImages(ctx context.Context, names ...string) ([]string, err
 	}
 	refs := make([]string, 0, len(names))
 	for _, name := range names {
-		if _, err := e.Podman(ctx, "load", "-q", "-i", filepath.Join(root, "bin", "images", name+".tar")); err != nil {
+		out, err := e.Podman(ctx, "load", "-q", "-i", filepath.Join(root, "bin", "images", name+".tar"))
+		if err != nil {
 			return nil, fmt.Errorf("load image %s: %w", name, err)
 		}
-		refs = append(refs, ImageRef(name))
+		ref, err := loadedRef(string(out))
+		if err != nil {
+			return nil, fmt.Errorf("load image %s: %w", name, err)
+		}
+		refs = append(refs, ref)
 	}
 	return refs, nil
 }
 
-// ensureTarballs builds the missing or stale tarballs, under a lock so that
-// test packages running in parallel do not build at the same time.
+// loadedRef returns the reference `podman load` reports ("Loaded image: REF").
+func loadedRef(out string) (string, error) {
+	var refs []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		for _, prefix := range []string{"Loaded image: ", "Loaded image(s): "} {
+			if r, ok := strings.CutPrefix(l, prefix); ok {
+				refs = append(refs, r)
+			}
+		}
+	}
+	if len(refs) != 1 {
+		return "", fmt.Errorf("podman load reported %d images, want 1: %q", len(refs), out)
+	}
+	return refs[0], nil
+}
+
+// ensureTarballs builds the missing tarballs and the project's images, under
+// a lock so that test packages running in parallel do not build at the same
+// time.
 func ensureTarballs(ctx context.Context, root string, names []string) error {
 	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "tether-build-images.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -102,52 +122,14 @@ func ensureTarballs(ctx context.Context, root string, names []string) error {
 
 	var build []string
 	for _, name := range names {
-		tarball := filepath.Join(root, "bin", "images", name+".tar")
-		st, err := os.Stat(tarball)
-		switch {
-		case err != nil:
-			build = append(build, name)
-		case name == "helper" && !helperCurrent(root, st.ModTime()):
+		if name == "tether-shim" || name == "tether" || !fileExists(filepath.Join(root, "bin", "images", name+".tar")) {
 			build = append(build, name)
 		}
 	}
 	if len(build) == 0 {
 		return nil
 	}
-	for _, name := range build {
-		if name != "helper" {
-			continue
-		}
-		if !fileExists(filepath.Join(root, "bin", "tether-shim")) || !fileExists(filepath.Join(root, "bin", "tether")) {
-			if err := run(ctx, root, "make", "build"); err != nil {
-				return err
-			}
-		}
-	}
 	return run(ctx, root, filepath.Join(root, "scripts", "build-images.sh"), build...)
-}
-
-// helperCurrent reports whether the helper tarball (modified at built)
-// holds the binaries now in bin/: the copies build-images.sh left in the
-// build context bin/images/ctx/helper are identical to them and not newer
-// than the tarball.
-func helperCurrent(root string, built time.Time) bool {
-	for _, b := range []string{"tether-shim", "tether"} {
-		cur, err := os.ReadFile(filepath.Join(root, "bin", b))
-		if err != nil {
-			return false
-		}
-		ctxPath := filepath.Join(root, "bin", "images", "ctx", "helper", b)
-		st, err := os.Stat(ctxPath)
-		if err != nil || st.ModTime().After(built) {
-			return false
-		}
-		used, err := os.ReadFile(ctxPath)
-		if err != nil || !bytes.Equal(cur, used) {
-			return false
-		}
-	}
-	return true
 }
 
 // run runs a command in dir with the default image tag.

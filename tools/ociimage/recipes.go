@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/tether-ci/tether/internal/contract"
+	"github.com/tether-ci/tether/internal/ociimage"
+)
+
+// source is the project's source repository (org.opencontainers.image.source).
+const source = "https://github.com/tether-ci/tether"
+
+// nonRoot is the user the images run as (the distroless "nonroot" uid).
+const nonRoot = "65532:65532"
+
+// recipe is one of the project's images: a single static binary at /NAME.
+type recipe struct {
+	repository  string
+	binary      string // file name inside the image: /binary
+	description string
+	cmd         []string
+}
+
+// recipes are the images ociimage writes, by --image name.
+var recipes = map[string]recipe{
+	"tether-shim": {
+		repository: contract.ShimImageRepository, binary: "tether-shim", cmd: []string{"--version"},
+		description: "tether-shim alone: every Tether job pod's init container copies it into the build container",
+	},
+	"tether": {
+		repository: contract.CLIImageRepository, binary: "tether", cmd: []string{"--help"},
+		description: "the tether CLI (runs `tether gc` in the cleaner's CronJob)",
+	},
+}
+
+func recipeNames() []string { return slices.Sorted(maps.Keys(recipes)) }
+
+// index builds the image named ref from one static binary per platform.
+func (r recipe) index(ref, version, revision string, created time.Time, bins []binary) (ociimage.Index, error) {
+	labels := map[string]string{
+		"org.opencontainers.image.title":       r.binary,
+		"org.opencontainers.image.description": r.description,
+		"org.opencontainers.image.version":     version,
+		"org.opencontainers.image.source":      source,
+		"org.opencontainers.image.url":         source,
+		"org.opencontainers.image.licenses":    "Apache-2.0",
+		"org.opencontainers.image.vendor":      "Tether",
+		"org.opencontainers.image.created":     created.UTC().Format(time.RFC3339),
+	}
+	if revision != "" {
+		labels["org.opencontainers.image.revision"] = revision
+	}
+	x := ociimage.Index{Name: ref, Created: created, Annotations: labels}
+	for _, b := range bins {
+		if b.platform.OS != "linux" {
+			return x, fmt.Errorf("--binary %s: images are for linux only", b.platform)
+		}
+		data, err := os.ReadFile(b.path)
+		if err != nil {
+			return x, fmt.Errorf("--binary %s=%s: %w", b.platform, b.path, err)
+		}
+		if err := ociimage.CheckStaticELF(data, b.platform.Architecture); err != nil {
+			return x, fmt.Errorf("--binary %s=%s: %w", b.platform, b.path, err)
+		}
+		x.Images = append(x.Images, ociimage.Image{
+			Platform: b.platform,
+			Files:    []ociimage.File{{Path: "/" + r.binary, Mode: 0o755, Data: data}},
+			Config: ociimage.Config{
+				User:       nonRoot,
+				Entrypoint: []string{"/" + r.binary},
+				Cmd:        r.cmd,
+				Labels:     labels,
+			},
+		})
+	}
+	return x, nil
+}
