@@ -56,7 +56,7 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 		return fail("cannot create the job's pod: %v", err)
 	}
 	fmt.Fprintf(stdout, "tether: pod %s/%s created (image %s); waiting for it to run\n", created.Namespace, created.Name, spec.Image)
-	if err := created.WaitRunning(ctx, kube.WaitOptions{}); err != nil {
+	if err := created.WaitRunning(ctx, kube.WaitOptions{ScheduleTimeout: cfg.ScheduleTimeout}); err != nil {
 		return fail("the job's pod did not start: %v", err)
 	}
 	fmt.Fprintf(stdout, "tether: pod %s/%s is running\n", created.Namespace, created.Name)

@@ -42,7 +42,7 @@ func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 	f.resourceFlags.register(fs, "the build container")
 	fs.Var(&f.NodeSelector, "node-selector", "run on nodes with label `K=V` (repeatable) (Kubernetes)")
 	fs.Var(&f.Tolerations, "toleration", "tolerate a node taint: `KEY[=VALUE][:EFFECT]` (no VALUE: any value; EFFECT NoSchedule, PreferNoSchedule or NoExecute, none: all) (repeatable) (Kubernetes)")
-	fs.DurationVar(&f.ScheduleTimeout, "schedule-timeout", kube.DefaultScheduleTimeout, "give up (exit 125) when the pod stays unschedulable this long: no node matches its --node-selector, --toleration or resources (Kubernetes)")
+	fs.DurationVar(&f.ScheduleTimeout, "schedule-timeout", kube.DefaultScheduleTimeout, "give up when the pod stays unschedulable this long: no node matches its --node-selector, --toleration or resources (Kubernetes)")
 	fs.Var(&f.PullSecrets, "pull-secret", "image pull Secret `NAME` (repeatable) (Kubernetes)")
 	fs.StringVar(&f.ServiceAccount, "service-account", "", "run the pod as this service account (Kubernetes)")
 	f.ServiceResources.prefix = "service-"
