@@ -20,6 +20,12 @@ const flushAt = 256 << 10
 // fill a good part of it.
 const keepPending = 64 << 10
 
+// releaseAfter is how many small writes in a row release a big
+// pending-output buffer. A fast stream's writes alternate between big ones
+// and small ones (whatever one read brought), so releasing it after a single
+// small write would make every burst grow it again from nothing.
+const releaseAfter = 32
+
 // read decodes one connection's records until the connection ends, the job
 // finishes, or something fatal happens.
 func (s *stream) read(c *connState) serveEnd {
@@ -129,13 +135,15 @@ func (s *stream) flush() error {
 		s.outErr = err
 		return err
 	}
-	// Keep the buffer for the next bulk write only while the writes are
-	// big: a job whose output slows down (or stops) holds no more than
-	// keepPending for it.
-	if c := cap(s.pending); c > keepPending && len(s.pending) < c/4 {
-		s.pending = nil
-	} else {
-		s.pending = s.pending[:0]
+	// Keep the buffer for the next bulk write while the writes are big:
+	// a job whose output slows down (or stops) holds no more than
+	// keepPending for it once releaseAfter writes in a row were small.
+	written := len(s.pending)
+	s.pending = s.pending[:0]
+	if c := cap(s.pending); c <= keepPending || written >= c/4 {
+		s.smallWrites = 0
+	} else if s.smallWrites++; s.smallWrites >= releaseAfter {
+		s.pending, s.smallWrites = nil, 0
 	}
 	return nil
 }

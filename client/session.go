@@ -137,8 +137,9 @@ type stream struct {
 	gaps     int   // consecutive connections that ended on a gap
 	attempts int   // connections made, as of the one being read (for events)
 
-	pending []byte // decoded output not yet written to output
-	outErr  error  // output failed
+	pending     []byte // decoded output not yet written to output
+	smallWrites int    // writes in a row that used a small part of pending's capacity
+	outErr      error  // output failed
 }
 
 func newSession(t Transport, opts Options) (*session, error) {
