@@ -58,6 +58,7 @@ func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 			f := newFakeShim(t)
 			l := &loggedShim{fakeShim: f}
 			f.start()
+			gone := make(chan struct{}) // closed once the shim wrote its last record
 			f.onJob = func(f *fakeShim, c protocol.Command) {
 				script := c.Scripts[0]
 				f.record(protocol.TypeBegin, protocol.Begin{Script: script, Phase: "script", Job: c.ID})
@@ -73,10 +74,15 @@ func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 						l.rotatedTo = l.offsets[len(l.offsets)-1]
 						l.mu.Unlock()
 					}
+					close(gone)
 				}()
 			}
 			f.connectErr = func(n int) error {
 				if n > 1 {
+					// The shim is gone only after its last record: a
+					// reconnect right after the cut must not find it gone
+					// with its log still incomplete.
+					<-gone
 					return fmt.Errorf("container terminated: %w", client.ErrShimGone)
 				}
 				return nil
