@@ -63,31 +63,68 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 		Mask:    job.MaskedValues(),
 		Shell:   cfg.Shell,
 	}, client.Options{Output: stdout, Logger: log, From: from})
+	out := stageOutcome(res, err, job.Timeout(), stage)
+	if out.note != "" {
+		fmt.Fprintf(stdout, "\nERROR: tether: %s\n", out.note)
+	}
 	switch {
-	case err == nil && res.ExitCode == 0:
-		return 0
-	case err == nil || res.Cancelled || (res.Exit != nil && res.Exit.Reason == protocol.ReasonDeadline):
-		code := res.ExitCode
-		if code == 0 {
-			code = 1
-		}
-		if res.Exit != nil && res.Exit.Reason == protocol.ReasonDeadline {
-			fmt.Fprintf(stdout, "\nERROR: tether: the job's timeout (%s) passed: stage %s was stopped\n", job.Timeout(), stage)
-		}
-		if codes.BuildExitCodeFile != "" {
-			if werr := os.WriteFile(codes.BuildExitCodeFile, []byte(strconv.Itoa(code)), 0o600); werr != nil {
-				log.Error("cannot write BUILD_EXIT_CODE_FILE", "err", werr)
-				return codes.SystemFailure
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "tether gitlab run: stage %s of pod %s ended: %v\n", stage, pod.Name, err)
-		}
-		return codes.BuildFailure
-	default:
+	case out.system:
 		fmt.Fprintf(stderr, "tether gitlab run: stage %s in pod %s/%s failed: %v\n", stage, pod.Namespace, pod.Name, err)
 		return codes.SystemFailure
+	case out.code == 0:
+		return 0
 	}
+	if codes.BuildExitCodeFile != "" {
+		if werr := os.WriteFile(codes.BuildExitCodeFile, []byte(strconv.Itoa(out.code)), 0o600); werr != nil {
+			log.Error("cannot write BUILD_EXIT_CODE_FILE", "err", werr)
+			return codes.SystemFailure
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tether gitlab run: stage %s of pod %s ended: %v\n", stage, pod.Name, err)
+	}
+	return codes.BuildFailure
+}
+
+// stageResult is how a stage ended, in the runner's terms.
+type stageResult struct {
+	// system is an infrastructure failure (SYSTEM_FAILURE_EXIT_CODE).
+	system bool
+	// code is the script's exit code: 0 success, else a build failure
+	// (BUILD_FAILURE_EXIT_CODE, the code in BUILD_EXIT_CODE_FILE).
+	code int
+	// note is a line for the job log saying why, if the output cannot.
+	note string
+}
+
+// stageOutcome maps a stage's result (res, err from client.Run) onto the
+// runner's contract.
+func stageOutcome(res client.Result, err error, timeout time.Duration, stage string) stageResult {
+	if ended := containerOOM(err); ended != nil {
+		// The kernel killed the build container, the shim with it: the
+		// job used more memory than its limit, a failure of the job.
+		return stageResult{code: exitOOMKilled, note: fmt.Sprintf("the %s container was killed while stage %s ran: %s", ended.Container, stage, oomText(ended.MemoryLimit))}
+	}
+	deadline := res.Exit != nil && res.Exit.Reason == protocol.ReasonDeadline
+	if err != nil && !res.Cancelled && !deadline {
+		return stageResult{system: true}
+	}
+	out := stageResult{code: res.ExitCode}
+	if err == nil && out.code == 0 {
+		return out
+	}
+	if out.code == 0 {
+		out.code = 1
+	}
+	for _, st := range res.Statuses {
+		if st.OOMKilled {
+			out.note = fmt.Sprintf("stage %s was killed: %s", stage, oomText(st.MemoryLimit))
+		}
+	}
+	if deadline {
+		out.note = fmt.Sprintf("the job's timeout (%s) passed: stage %s was stopped", timeout, stage)
+	}
+	return out
 }
 
 // gitlabCleanup deletes the job's pod; a pod that is already gone is fine.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -8,8 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/gitlab"
+	"github.com/tether-ci/tether/protocol"
 )
 
 func gitlabTestFlags(t *testing.T, args ...string) *gitlabFlags {
@@ -119,6 +123,34 @@ func TestGitLabStagesInHelper(t *testing.T) {
 		"build_script": false, "step_script": false, "after_script": false, "prepare_script": false, "cleanup_file_variables": false, "step_x": false} {
 		if gitlab.InHelper(stage) != want {
 			t.Errorf("InHelper(%s) = %v", stage, !want)
+		}
+	}
+}
+
+// A stage's result in the runner's terms: success, build failures with the
+// script's code (and a note for a timeout or an OOM kill), system failures.
+func TestGitLabStageOutcome(t *testing.T) {
+	lost := errors.New("attach: connection refused")
+	oom := fmt.Errorf("session: %w", &kube.ContainerEndedError{Container: "build", ExitCode: 137, Reason: kube.ReasonOOMKilled, MemoryLimit: 64 << 20})
+	for _, tc := range []struct {
+		name string
+		res  client.Result
+		err  error
+		want stageResult
+	}{
+		{"success", client.Result{}, nil, stageResult{}},
+		{"script failed", client.Result{ExitCode: 3}, nil, stageResult{code: 3}},
+		{"cancelled", client.Result{ExitCode: 143, Cancelled: true}, lost, stageResult{code: 143}},
+		{"deadline", client.Result{ExitCode: 124, Exit: &protocol.Exit{Reason: protocol.ReasonDeadline}}, lost,
+			stageResult{code: 124, note: "the job's timeout (1m0s) passed: stage build_script was stopped"}},
+		{"script OOM", client.Result{ExitCode: 137, Statuses: []protocol.Status{{OOMKilled: true, MemoryLimit: 64 << 20}}}, nil,
+			stageResult{code: 137, note: "stage build_script was killed: out of memory (limit 64Mi)"}},
+		{"container OOM", client.Result{}, oom, stageResult{code: 137, note: "the build container was killed while stage build_script ran: out of memory (limit 64Mi)"}},
+		{"lost", client.Result{}, lost, stageResult{system: true}},
+		{"container ended otherwise", client.Result{}, &kube.ContainerEndedError{Reason: "Error"}, stageResult{system: true}},
+	} {
+		if got := stageOutcome(tc.res, tc.err, time.Minute, "build_script"); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }
