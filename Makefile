@@ -9,7 +9,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X github.com/tether-ci/tether/intern
 BIN := bin
 FUZZTIME ?= 20s
 
-.PHONY: all build install test unit lint fuzz bench e2e demo images clean tools
+.PHONY: all build install test unit lint fuzz bench e2e demo images release clean tools
 
 all: build
 
@@ -53,6 +53,12 @@ bench: build
 images: build
 	@scripts/build-images.sh
 
+# make release VERSION=v1.2.3: binaries for linux/darwin × amd64/arm64, the
+# tether-shim and tether OCI image archives (linux/amd64 + linux/arm64), the
+# Helm chart, the plain manifests and SHA256SUMS in dist/ (scripts/release.sh).
+release:
+	@scripts/release.sh "$(if $(filter command line environment,$(origin VERSION)),$(VERSION))"
+
 e2e: build
 	@scripts/e2e.sh
 
@@ -60,4 +66,4 @@ demo: build
 	@scripts/demo.sh
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

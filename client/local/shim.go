@@ -87,10 +87,7 @@ func Start(ctx context.Context, cfg Config) (*Shim, error) {
 	cmd := exec.Command(cfg.Shim, args...)
 	cmd.Env = cfg.Env
 	cmd.Stderr = cfg.Stderr
-	// Its own process group keeps a terminal's Ctrl-C away from the shim:
-	// the client cancels through the protocol. Pdeathsig stops the shim
-	// (and so its scripts) if this process dies without closing it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = shimProcAttr()
 
 	inR, inW, err := os.Pipe()
 	if err != nil {

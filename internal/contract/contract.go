@@ -9,7 +9,7 @@
 package contract
 
 import (
-	"regexp"
+	"strings"
 
 	"github.com/tether-ci/tether/internal/version"
 )
@@ -45,18 +45,47 @@ const (
 	DevImageTag = "dev"
 )
 
-// releaseVersion matches the versions `make release VERSION=...` accepts:
-// vMAJOR.MINOR.PATCH with an optional pre-release (v1.2.0-rc.1), but not
-// what `git describe` adds between tags (-3-gabc1234) or -dirty.
-var releaseVersion = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.]+)?$`)
-
-// IsRelease reports whether v is a release version (v1.2.3, v1.2.3-rc.1).
+// IsRelease reports whether v is a release version as `make release
+// VERSION=...` accepts it: vMAJOR.MINOR.PATCH (numbers without leading
+// zeros) with an optional pre-release of letters, digits, dots and hyphens
+// (v1.2.0-rc.1) — but not what `git describe` adds between tags
+// (-3-gabc1234) or -dirty. (No regexp: the shim imports this package and
+// stays small.)
 func IsRelease(v string) bool {
-	return releaseVersion.MatchString(v) && !describeSuffix.MatchString(v)
+	rest, ok := strings.CutPrefix(v, "v")
+	if !ok {
+		return false
+	}
+	core, pre, hasPre := strings.Cut(rest, "-")
+	nums := strings.Split(core, ".")
+	if len(nums) != 3 {
+		return false
+	}
+	for _, n := range nums {
+		if n == "" || len(n) > 1 && n[0] == '0' || strings.Trim(n, "0123456789") != "" {
+			return false
+		}
+	}
+	if !hasPre {
+		return true
+	}
+	if pre == "" || strings.Trim(pre, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") != "" {
+		return false
+	}
+	return !strings.HasSuffix(pre, "dirty") && !isDescribe(pre)
 }
 
-// describeSuffix matches what `git describe --dirty` adds past a tag.
-var describeSuffix = regexp.MustCompile(`(-[0-9]+-g[0-9a-f]+|-dirty)$`)
+// isDescribe reports whether a pre-release ends like `git describe` output:
+// -N-gHASH (commits since the tag, abbreviated commit).
+func isDescribe(pre string) bool {
+	parts := strings.Split(pre, "-")
+	if len(parts) < 2 {
+		return false
+	}
+	n, g := parts[len(parts)-2], parts[len(parts)-1]
+	hash, ok := strings.CutPrefix(g, "g")
+	return ok && n != "" && strings.Trim(n, "0123456789") == "" && len(hash) >= 4 && strings.Trim(hash, "0123456789abcdef") == ""
+}
 
 // ImageTag is the tag of the project's images that go with a binary of
 // version v: v itself for a release, DevImageTag otherwise.

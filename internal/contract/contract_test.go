@@ -96,6 +96,12 @@ func TestImageTag(t *testing.T) {
 		"1.2.3":                   contract.DevImageTag,
 		"v1.2":                    contract.DevImageTag,
 		"v01.2.3":                 contract.DevImageTag,
+		"v1.2.3-":                 contract.DevImageTag,
+		"v1.2.3-rc_1":             contract.DevImageTag,
+		"v1.2.3.4":                contract.DevImageTag,
+		"v1.x.3":                  contract.DevImageTag,
+		"v1.2.3-4-gabc1234-dirty": contract.DevImageTag,
+		"v1.2.3-beta-2":           "v1.2.3-beta-2",
 	} {
 		if got := contract.ImageTag(v); got != want {
 			t.Errorf("ImageTag(%q) = %q, want %q", v, got, want)
