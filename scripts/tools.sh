@@ -4,9 +4,10 @@
 set -euo pipefail
 cache="${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}/tools"
 mkdir -p "$cache"
-case "${1:?usage: tools.sh staticcheck|helm}" in
+case "${1:?usage: tools.sh staticcheck|helm|crane}" in
   staticcheck) pkg=honnef.co/go/tools/cmd/staticcheck; ver=v0.8.2 ;;
   helm) pkg=helm.sh/helm/v3/cmd/helm; ver=v3.16.4 ;;
+  crane) pkg=github.com/google/go-containerregistry/cmd/crane; ver=v0.20.2 ;;
   *) echo "tools.sh: unknown tool $1" >&2; exit 2 ;;
 esac
 bin="$cache/$1-$ver"

@@ -196,7 +196,7 @@ func loadKubeConfig(kubeconfig, kubeContext string) (*rest.Config, string, error
 	// Hundreds of deletes per run: the client-go default of 5 QPS would
 	// take minutes.
 	cfg.QPS, cfg.Burst = 50, 100
-	cfg.UserAgent = "tether-gc/" + version.Version
+	cfg.UserAgent = "tether-gc/" + version.Get()
 	return cfg, ns, nil
 }
 

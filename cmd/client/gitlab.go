@@ -90,7 +90,7 @@ func gitlabConfigCmd(cfg *gitlabFlags, stdout, stderr io.Writer, codes gitlab.Ex
 	out := map[string]any{
 		"builds_dir": cfg.BuildsDir, "cache_dir": cfg.CacheDir, "builds_dir_is_shared": false,
 		"hostname": name, "shell": "bash",
-		"driver": map[string]string{"name": "tether", "version": version.Version},
+		"driver": map[string]string{"name": "tether", "version": version.Get()},
 	}
 	if err := json.NewEncoder(stdout).Encode(out); err != nil {
 		fmt.Fprintf(stderr, "tether gitlab config: %v\n", err)

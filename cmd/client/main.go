@@ -84,7 +84,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "completion":
 		return completionCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "tether %s (protocol %d)\n", version.Version, protocol.Version)
+		fmt.Fprintf(stdout, "tether %s (protocol %d)\n", version.Get(), protocol.Version)
 		return 0
 	case "help", "--help", "-help", "-h":
 		return helpCmd(ctx, rest, stdout, stderr)

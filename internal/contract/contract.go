@@ -100,7 +100,7 @@ func ImageTag(v string) string {
 // /tether-shim) when none is configured: ShimImageRepository tagged with
 // this build's version (DevImageTag for builds that are not releases).
 func DefaultHelperImage() string {
-	return ShimImageRepository + ":" + ImageTag(version.Version)
+	return ShimImageRepository + ":" + ImageTag(version.Get())
 }
 
 // Defaults of tether-shim that clients size the pod's lifetime with: the

@@ -26,7 +26,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "version", "--version":
-			fmt.Fprintln(stdout, "tether-shim", version.Version)
+			fmt.Fprintln(stdout, "tether-shim", version.Get())
 			return 0
 		case "help", "--help", "-help", "-h":
 			// Asked-for help is output, not a diagnostic: stdout.

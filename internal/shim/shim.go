@@ -65,7 +65,7 @@ func New(cfg *Config, rp *reaper.Reaper, stdout io.Writer, log *slog.Logger) (*S
 func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Signal) int {
 	defer s.store.Close()
 	s.em.Record(protocol.TypeHello, protocol.Hello{
-		Protocol: protocol.Version, Shim: version.Version, MaxRecord: protocol.MaxRecord,
+		Protocol: protocol.Version, Shim: version.Get(), MaxRecord: protocol.MaxRecord,
 		PID: os.Getpid(), Shell: s.runner.shell, TTY: s.cfg.TTY,
 		Replay: s.store.Kind(), ReplayBytes: replayBytes(s.store, s.cfg),
 	})

@@ -1,6 +1,31 @@
 // Package version holds the build's version, set by the Makefile's -ldflags.
 package version
 
+import "runtime/debug"
+
 // Version is the release version of both binaries ("dev" for local builds).
-// It is a variable only so that the linker can set it.
+// It is a variable only so that the linker can set it; read it with Get.
 var Version = "dev"
+
+// Get returns the build's version: Version when the linker set it (make
+// build, make release), else the main module's version that
+// `go install github.com/tether-ci/tether/cmd/...@v1.2.3` records in the
+// binary, else "dev".
+func Get() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return Version
+	}
+	return resolve(Version, info.Main.Version)
+}
+
+// resolve picks the version from the linker's and the module's.
+func resolve(linked, module string) string {
+	if linked != "dev" && linked != "" {
+		return linked
+	}
+	if module != "" && module != "(devel)" {
+		return module
+	}
+	return "dev"
+}
