@@ -8,12 +8,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/cgi"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tether-ci/tether/internal/testing/faultproxy"
 )
 
 // gitHTTPServer serves the repositories under root over git's smart HTTP
@@ -195,6 +200,75 @@ func TestGitLabDriverPrepareFails(t *testing.T) {
 	if !strings.Contains(string(out), "ERROR: tether:") || !strings.Contains(string(out), "localhost/tether/no-such-image:1") || !strings.Contains(string(out), "ErrImageNeverPull") {
 		t.Fatalf("prepare's output does not say which image cannot be pulled and why")
 	}
+	r.cleanup(ctx)
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+}
+
+// TestGitLabDriverSurvivesConnectionCuts: every connection of a `tether
+// gitlab run` to the API server goes through a proxy that cuts them all 20
+// times during the stage; the job log (run's stdout) still holds every
+// line exactly once and in order, and the script's own exit code reaches
+// BUILD_EXIT_CODE_FILE.
+func TestGitLabDriverSurvivesConnectionCuts(t *testing.T) {
+	c := NewCluster(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "gitlab-cuts")
+	r := newRunnerStandIn(t, c, ns, nil)
+	r.prepare(ctx)
+
+	api, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.Start(api.Host, faultproxy.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	kc, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range kc.Clusters {
+		cl.Server = "https://" + proxy.Addr()
+	}
+	proxied := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, proxied); err != nil {
+		t.Fatal(err)
+	}
+
+	script, want := steadyScript(400, "0.05", 9)
+	codeFile := filepath.Join(t.TempDir(), "exit-code")
+	// A flag on the command line wins over the config file's kubeconfig.
+	cmd := r.command(ctx, "run", "--kubeconfig", proxied, r.stageScript("build_script", script, nil), "build_script")
+	cmd.Env = append(cmd.Env, "BUILD_EXIT_CODE_FILE="+codeFile)
+	out := &safeBuffer{}
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cutsDone := cutRepeatedly(ctx, proxy, func() bool { return out.Len() > 0 }, 20, 300*time.Millisecond)
+	err = cmd.Wait()
+	t.Logf("run stderr:\n%s", stderr.String())
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != standInBuildFailure {
+		t.Fatalf("run: %v; want the build failure code %d", err, standInBuildFailure)
+	}
+	hits := <-cutsDone
+	if got := string(out.Bytes()); got != want {
+		t.Fatalf("the job log differs after %d cuts: got %d bytes, want %d", hits, len(got), len(want))
+	}
+	if written, _ := os.ReadFile(codeFile); string(written) != "9" {
+		t.Fatalf("BUILD_EXIT_CODE_FILE %q, want 9", written)
+	}
+	if hits < 20 {
+		t.Fatalf("the stage ended after only %d cuts; make it longer", hits)
+	}
+	if n := strings.Count(stderr.String(), "connection to the shim lost"); n < 10 {
+		t.Fatalf("%d cuts but only %d reconnects logged: the cuts missed the attach", hits, n)
+	}
+	t.Logf("%d cuts, %d bytes exact", hits, len(want))
 	r.cleanup(ctx)
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
 }
