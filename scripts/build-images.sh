@@ -4,7 +4,7 @@
 #
 #   tether-shim, tether  the project's images, exactly as `make release` makes
 #                        them: static binaries cross-built for linux/amd64 and
-#                        linux/arm64 (bin/linux-ARCH/), written by
+#                        linux/arm64 (bin/images/linux-ARCH/), written by
 #                        tools/ociimage as multi-platform OCI archives named
 #                        ghcr.io/tether-ci/tether-shim:TAG and
 #                        ghcr.io/tether-ci/tether:TAG. No daemon needed.
@@ -17,7 +17,8 @@
 #                        so it never disturbs another podman user) or, without
 #                        podman, a working docker.
 #
-# Env: TETHER_IMAGE_TAG (default dev), TETHER_CACHE, TETHER_IMAGE_ENGINE
+# Env: TETHER_IMAGE_TAG (default dev), TETHER_IMAGE_OUT (the output directory
+# instead of bin/images; the unit tests use their own), TETHER_CACHE, TETHER_IMAGE_ENGINE
 # (podman|docker), VERSION (the binaries' version and the label
 # org.opencontainers.image.version), SOURCE_DATE_EPOCH (the OCI images'
 # creation time; default: the last commit's time).
@@ -28,7 +29,7 @@ root=$(pwd)
 tag="${TETHER_IMAGE_TAG:-dev}"
 cache="${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
 version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
-out="$root/bin/images"
+out="${TETHER_IMAGE_OUT:-$root/bin/images}"
 all=(tether-shim tether busybox bash git pause)
 # The project's images and the platforms they are built for.
 oci_platforms=(linux/amd64 linux/arm64)
@@ -127,11 +128,11 @@ oci_image() {
   esac
   for p in "${oci_platforms[@]}"; do
     os=${p%/*} arch=${p#*/}
-    mkdir -p "bin/$os-$arch"
+    mkdir -p "$out/$os-$arch"
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
       -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
-      -o "bin/$os-$arch/$name" "$pkg"
-    bins+=(--binary "$p=bin/$os-$arch/$name")
+      -o "$out/$os-$arch/$name" "$pkg"
+    bins+=(--binary "$p=$out/$os-$arch/$name")
   done
   go run ./tools/ociimage --image "$name" --tag "$tag" --version "$version" \
     --revision "$(git rev-parse HEAD 2>/dev/null || true)" --created "$created" \
@@ -175,7 +176,7 @@ for name in "${names[@]}"; do
     tether-shim|tether)
       start=$(date +%s%N)
       oci_image "$name"
-      log "$name:$tag (${oci_platforms[*]}) -> bin/images/$name.tar ($(du -h "$out/$name.tar" | cut -f1), $(( ($(date +%s%N) - start) / 1000000 )) ms)"
+      log "$name:$tag (${oci_platforms[*]}) -> ${out#"$root"/}/$name.tar ($(du -h "$out/$name.tar" | cut -f1), $(( ($(date +%s%N) - start) / 1000000 )) ms)"
       continue
       ;;
   esac
@@ -196,7 +197,7 @@ for name in "${names[@]}"; do
   else
     docker save -o "$out/$name.tar" "$ref"
   fi
-  log "$ref -> bin/images/$name.tar ($(du -h "$out/$name.tar" | cut -f1), $(( ($(date +%s%N) - start) / 1000000 )) ms)"
+  log "$ref -> ${out#"$root"/}/$name.tar ($(du -h "$out/$name.tar" | cut -f1), $(( ($(date +%s%N) - start) / 1000000 )) ms)"
 done
 # Drop dangling layers of earlier builds so the cache does not grow forever.
 if [ "$engine" = podman ]; then "${eng[@]}" image prune -f >/dev/null 2>&1 || true; fi

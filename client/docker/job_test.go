@@ -430,7 +430,7 @@ func TestHelperImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// build-images.sh wrote the image from its per-platform build.
-	inImage, err := os.ReadFile(filepath.Join(root, "bin", "linux-"+runtime.GOARCH, "tether-shim"))
+	inImage, err := os.ReadFile(filepath.Join(dockertest.ImageDir(root), "linux-"+runtime.GOARCH, "tether-shim"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,3 +185,10 @@ func (a *Archive) readLayer(l Descriptor, diffID string, files map[string]File) 
 		files[p] = File{Path: p, Mode: fs.FileMode(hdr.Mode).Perm(), UID: hdr.Uid, GID: hdr.Gid, Data: data}
 	}
 }
+
+// Manifest returns the image manifest d points at.
+func (a *Archive) Manifest(d Descriptor) (Manifest, error) {
+	var m Manifest
+	err := a.decode(d, &m)
+	return m, err
+}

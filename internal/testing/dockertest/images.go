@@ -76,7 +76,7 @@ func (e *Engine) LoadImages(ctx context.Context, names ...string) ([]string, err
 	}
 	refs := make([]string, 0, len(names))
 	for _, name := range names {
-		out, err := e.Podman(ctx, "load", "-q", "-i", filepath.Join(root, "bin", "images", name+".tar"))
+		out, err := e.Podman(ctx, "load", "-q", "-i", filepath.Join(ImageDir(root), name+".tar"))
 		if err != nil {
 			return nil, fmt.Errorf("load image %s: %w", name, err)
 		}
@@ -122,7 +122,7 @@ func ensureTarballs(ctx context.Context, root string, names []string) error {
 
 	var build []string
 	for _, name := range names {
-		if name == "tether-shim" || name == "tether" || !fileExists(filepath.Join(root, "bin", "images", name+".tar")) {
+		if name == "tether-shim" || name == "tether" || !fileExists(filepath.Join(ImageDir(root), name+".tar")) {
 			build = append(build, name)
 		}
 	}
@@ -132,11 +132,19 @@ func ensureTarballs(ctx context.Context, root string, names []string) error {
 	return run(ctx, root, filepath.Join(root, "scripts", "build-images.sh"), build...)
 }
 
+// ImageDir is where the unit tests' images are built (TETHER_IMAGE_OUT of
+// scripts/build-images.sh): apart from bin/images, which `make e2e` builds
+// with its own tag and imports into the e2e node, so neither rewrites the
+// other's archives.
+func ImageDir(root string) string {
+	return filepath.Join(root, "bin", "unit-images")
+}
+
 // run runs a command in dir with the default image tag.
 func run(ctx context.Context, dir, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TETHER_IMAGE_TAG=dev", "PATH="+filepath.Dir(goTool())+":"+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "TETHER_IMAGE_TAG=dev", "TETHER_IMAGE_OUT="+ImageDir(dir), "PATH="+filepath.Dir(goTool())+":"+os.Getenv("PATH"))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s %v: %w: %s", name, args, err, b)
 	}
