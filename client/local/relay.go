@@ -14,7 +14,8 @@ import (
 // relay hands the shim's stdout to the attached connection, which reads
 // it directly (no copy, no hand-off between goroutines), or to a discarding
 // reader while none is attached, as a real attach drops what is written
-// while nobody is connected. One reader at a time holds readTurn; a reader
+// while nobody is connected (unless keep is set: then the output waits in
+// the pipe for the next connection, until Close). One reader at a time holds readTurn; a reader
 // that must stop (its connection was cut, or one was attached while the
 // discarding reader read) is woken by a read deadline in the past. A
 // connection waiting for its turn gives up as soon as it is shut: the
@@ -26,13 +27,14 @@ type relay struct {
 	readTurn chan struct{} // holds a token while someone reads out
 
 	mu      sync.Mutex
-	changed *sync.Cond // signalled when cur or gone changes
+	changed *sync.Cond // signalled when cur, gone or keep changes
 	cur     *conn      // the attached connection, or nil
 	gone    bool       // out reached its end
+	keep    bool       // output waits for the next connection instead of being dropped
 }
 
-func (r *relay) init(out *os.File, done chan struct{}) {
-	r.out, r.done = out, done
+func (r *relay) init(out *os.File, done chan struct{}, keep bool) {
+	r.out, r.done, r.keep = out, done, keep
 	r.changed = sync.NewCond(&r.mu)
 	r.readTurn = make(chan struct{}, 1)
 }
@@ -51,14 +53,30 @@ func (r *relay) setGone() {
 	r.mu.Unlock()
 }
 
+// keepsOutput reports whether output waits for the next connection.
+func (r *relay) keepsOutput() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.keep
+}
+
+// stopKeeping makes the discarding reader drop the output while no
+// connection is attached, whatever keep said: nobody will read it.
+func (r *relay) stopKeeping() {
+	r.mu.Lock()
+	r.keep = false
+	r.changed.Broadcast()
+	r.mu.Unlock()
+}
+
 // discard reads and drops the shim's output while no connection is
-// attached, until the output ends.
+// attached (and keep is not set), until the output ends.
 func (r *relay) discard() {
 	defer r.out.Close()
 	buf := make([]byte, 64<<10)
 	for {
 		r.mu.Lock()
-		for r.cur != nil && !r.gone {
+		for (r.cur != nil || r.keep) && !r.gone {
 			r.changed.Wait()
 		}
 		gone := r.gone
@@ -71,7 +89,7 @@ func (r *relay) discard() {
 		// Connect after the check sets a new one and interrupts the read.
 		_ = r.out.SetReadDeadline(time.Time{})
 		r.mu.Lock()
-		attached := r.cur != nil
+		attached := r.cur != nil || r.keep
 		r.mu.Unlock()
 		var err error
 		if !attached {
@@ -92,7 +110,7 @@ func (s *Shim) Connect(ctx context.Context) (client.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("connect to local shim: %w", err)
 	}
-	c := &conn{s: s, shutC: make(chan struct{})}
+	c := &conn{s: s, shutC: make(chan struct{}), wrote: make(chan struct{})}
 	s.mu.Lock()
 	if s.gone {
 		s.mu.Unlock()
@@ -112,7 +130,8 @@ func (s *Shim) Connect(ctx context.Context) (client.Conn, error) {
 
 // Cut breaks the current connection, as a network failure would: its Read
 // fails and the shim keeps running. Output the shim writes before the next
-// Connect is not delivered to anyone.
+// Connect is not delivered to anyone (with Config.MemoryReplay it waits in
+// the pipe, ahead of the next connection's resume answer).
 func (s *Shim) Cut() {
 	s.detach(nil, errCut)
 }
@@ -142,6 +161,9 @@ type conn struct {
 	mu    sync.Mutex
 	err   error         // set once the connection is shut
 	shutC chan struct{} // closed when err is set
+
+	wrote     chan struct{} // closed by the first Write
+	wroteOnce sync.Once
 }
 
 func (c *conn) failed() error {
@@ -152,6 +174,18 @@ func (c *conn) failed() error {
 
 func (c *conn) Read(p []byte) (int, error) {
 	r := &c.s.relay
+	if c.s.keepsOutput() {
+		// The output kept for this connection is read only once its
+		// first command (the session's resume) is on its way: the shim
+		// cannot answer it while blocked on a full pipe, and until it
+		// answers, what this connection reads is dropped by the session
+		// while the shim runs further ahead of the replay window.
+		select {
+		case <-c.wrote:
+		case <-c.shutC:
+			return 0, c.failed()
+		}
+	}
 	for {
 		if err := c.failed(); err != nil {
 			return 0, err
@@ -189,6 +223,7 @@ func (c *conn) Write(p []byte) (int, error) {
 	c.s.stdinMu.Lock()
 	defer c.s.stdinMu.Unlock()
 	n, err := c.s.stdin.Write(p)
+	c.wroteOnce.Do(func() { close(c.wrote) })
 	if err != nil {
 		return n, fmt.Errorf("write to local shim stdin: %w", err)
 	}

@@ -14,11 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/local"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -411,4 +413,122 @@ func mustRecords(t *testing.T, s interface{ Pid() int }) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// With MemoryReplay the shim keeps only its memory window, far smaller
+// than the job's output, and output written while no connection is
+// attached waits in the pipe: a connection cut at a random point while the
+// script prints as fast as it can loses and repeats nothing, however long
+// the reconnect takes (100 ms here). Each cut comes
+// after the session caught up with the previous reconnect (a window's worth
+// of output later), as the stall detector of tether run --local replaces a
+// connection: cuts in a row during replays can outrun any window.
+func TestMemoryReplayResumesAfterRandomCuts(t *testing.T) {
+	const window = local.MemoryReplayBytes
+	// 128 MiB of text lines as fast as cat writes them: in the 100 ms
+	// each reconnect takes the shim would run far past the window if its
+	// output were dropped.
+	path, data := textFile(t, 8<<20)
+	data = bytes.Repeat(data, 16)
+	body := fmt.Sprintf("for i in $(seq 16); do cat %s; done\n", path)
+	var stderr syncbuf.Buffer
+	s, err := local.Start(context.Background(), local.Config{Shim: shimBin, Stderr: &stderr, MemoryReplay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close shim: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("shim stderr:\n%s", stderr.String())
+		}
+	})
+	if args, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.Pid())); err != nil || bytes.Contains(args, []byte("spool-dir")) ||
+		!bytes.Contains(args, []byte("--replay-bytes="+strconv.Itoa(window))) {
+		t.Fatalf("shim arguments %q (%v): want no spool directory and a %d-byte window", args, err, window)
+	}
+	out := &countingWriter{}
+	stop := make(chan struct{})
+	cuts := 0
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(3, 7))
+		for {
+			next := out.n.Load() + window + int64(r.IntN(window))
+			for out.n.Load() < next {
+				select {
+				case <-stop:
+					return
+				case <-time.After(200 * time.Microsecond):
+				}
+			}
+			s.Cut()
+			cuts++
+		}
+	}()
+	opts := client.Options{Output: out, PingInterval: 50 * time.Millisecond, StallTimeout: 2 * time.Second,
+		ReconnectMin: time.Millisecond, ReconnectMax: 20 * time.Millisecond, ReconnectTimeout: 10 * time.Second}
+	res, err := client.Run(context.Background(), slowReconnect{s, new(atomic.Int32)}, client.Job{Scripts: []string{script(t, "big.sh", body)}}, opts)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("Run after %d cuts: %v", cuts, err)
+	}
+	got := out.buf.Bytes()
+	if len(got) != len(data) || sha256.Sum256(got) != sha256.Sum256(data) {
+		t.Fatalf("output differs: %d bytes, want %d (%d cuts, %d reconnects)", len(got), len(data), cuts, res.Reconnects)
+	}
+	if res.ExitCode != 0 || res.Reconnects < 3 {
+		t.Fatalf("exit %d after %d reconnects (%d cuts): want 0 and several reconnects", res.ExitCode, res.Reconnects, cuts)
+	}
+	t.Logf("%d bytes intact over %d reconnects", len(got), res.Reconnects)
+}
+
+// slowReconnect is a local shim whose every connection after the first
+// takes 100 ms to be made.
+type slowReconnect struct {
+	*local.Shim
+	connects *atomic.Int32
+}
+
+func (s slowReconnect) Connect(ctx context.Context) (client.Conn, error) {
+	if s.connects.Add(1) > 1 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return s.Shim.Connect(ctx)
+}
+
+// textFile writes size bytes of lines of random length and letters and
+// returns its path and content.
+func textFile(t *testing.T, size int) (string, []byte) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(5, 9))
+	data := make([]byte, size)
+	for i := range data {
+		if r.IntN(100) == 0 {
+			data[i] = '\n'
+		} else {
+			data[i] = 'a' + byte(r.IntN(26))
+		}
+	}
+	p := filepath.Join(t.TempDir(), "text")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, data
+}
+
+// countingWriter keeps what is written and counts it for another goroutine.
+type countingWriter struct {
+	buf bytes.Buffer
+	n   atomic.Int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	w.n.Add(int64(len(p)))
+	return len(p), nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,9 +19,22 @@ type Config struct {
 	// Shim is the tether-shim binary (see FindShim). Required.
 	Shim string
 	// Args are extra shim flags. Unless they (or Env) set a spool
-	// directory, Start adds --spool-dir with a temporary directory it
-	// removes on Close, so the whole stream stays replayable.
+	// directory, or MemoryReplay is set, Start adds --spool-dir with a
+	// temporary directory it removes on Close, so the whole stream stays
+	// replayable.
 	Args []string
+	// MemoryReplay makes the shim keep only its memory replay window
+	// (--replay-bytes, MemoryReplayBytes unless Args or Env set it)
+	// instead of a spool file, and
+	// makes the shim's output wait in its pipe while no connection is
+	// attached instead of being dropped as a real attach drops it. A
+	// reconnecting session needs little more than the shim's stdout pipe
+	// holds (the shim cannot get further ahead), and the
+	// relay saves writing every record to a file: as much CPU as the rest
+	// of the relay for a job that prints a lot. Cut still breaks the
+	// connection. Used by tether run --local, whose connection is only
+	// ever replaced when the session declares it stalled.
+	MemoryReplay bool
 	// Env is the shim's environment (and so the scripts'); nil inherits
 	// this process's environment.
 	Env []string
@@ -30,6 +44,13 @@ type Config struct {
 	// SIGTERM before it kills it. Default 15s.
 	StopTimeout time.Duration
 }
+
+// MemoryReplayBytes is the shim's memory replay window with
+// Config.MemoryReplay: what a reconnect needs (the shim's 1 MiB stdout
+// pipe, the write it was blocked in, the session's undecoded reads, the
+// output written before the shim reads the resume command) several times
+// over. The shim's ring only grows that big for a job that prints as much.
+const MemoryReplayBytes = 16 << 20
 
 // errCut is what a connection's Read returns after Cut.
 var errCut = errors.New("local: connection cut")
@@ -76,7 +97,10 @@ func Start(ctx context.Context, cfg Config) (*Shim, error) {
 		s.stopTimeout = 15 * time.Second
 	}
 	args := append([]string{}, cfg.Args...)
-	if !setsSpool(cfg.Args, cfg.Env) {
+	if cfg.MemoryReplay && !setsFlag(cfg.Args, cfg.Env, "replay-bytes") {
+		args = append(args, "--replay-bytes="+strconv.Itoa(MemoryReplayBytes))
+	}
+	if !cfg.MemoryReplay && !setsFlag(cfg.Args, cfg.Env, "spool-dir") {
 		dir, err := os.MkdirTemp("", "tether-spool-")
 		if err != nil {
 			return nil, fmt.Errorf("start shim: create its spool directory: %w", err)
@@ -112,7 +136,7 @@ func Start(ctx context.Context, cfg Config) (*Shim, error) {
 	inR.Close()
 	outW.Close()
 	s.cmd, s.stdin = cmd, inW
-	s.relay.init(outR, s.pumpDone)
+	s.relay.init(outR, s.pumpDone, cfg.MemoryReplay)
 	go s.discard()
 	go func() {
 		s.waitErr = cmd.Wait()
@@ -121,17 +145,18 @@ func Start(ctx context.Context, cfg Config) (*Shim, error) {
 	return s, nil
 }
 
-// setsSpool reports whether the shim flags or environment choose a spool
-// directory already.
-func setsSpool(args, env []string) bool {
+// setsFlag reports whether the shim flags or environment set the shim
+// flag name already.
+func setsFlag(args, env []string, name string) bool {
 	for _, a := range args {
 		a = strings.TrimLeft(a, "-")
-		if a == "spool-dir" || strings.HasPrefix(a, "spool-dir=") {
+		if a == name || strings.HasPrefix(a, name+"=") {
 			return true
 		}
 	}
+	envName := "TETHER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "="
 	for _, e := range env {
-		if strings.HasPrefix(e, "TETHER_SPOOL_DIR=") {
+		if strings.HasPrefix(e, envName) {
 			return true
 		}
 	}
@@ -169,6 +194,7 @@ func (s *Shim) ExitCode() int {
 // or the cleanup failed.
 func (s *Shim) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopKeeping() // nobody reads the rest: it must not block the shim
 		s.Cut()
 		s.stdinMu.Lock()
 		s.stdin.Close()

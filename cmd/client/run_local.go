@@ -29,7 +29,9 @@ func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr i
 	if f.IdleTimeout > 0 {
 		args = append(args, "--idle-timeout="+f.IdleTimeout.String())
 	}
-	cfg := local.Config{Shim: path, Args: args, Env: envOrNil(f.Env)}
+	// The memory window suffices for a connection that is only replaced
+	// after a stall, and spares writing every record to a spool file.
+	cfg := local.Config{Shim: path, Args: args, Env: envOrNil(f.Env), MemoryReplay: true}
 	if !f.Quiet {
 		// Through a pipe tether copies, never our own stderr descriptor: a
 		// shim still stopping after a forced exit must not hold the

@@ -18,6 +18,14 @@ var errClosed = errors.New("record stream closed after the final record")
 // through it, is numbered by the encoder, stored for replay and written
 // in one write per batch.
 type emitter struct {
+	// gate lets every other record go ahead of script output: Output
+	// holds it for reading, the other writers for writing, and a waiting
+	// writer blocks new readers. Without it a pump that keeps mu busy
+	// could write megabytes more while a command's answer (a ping's, a
+	// resume's) waits for mu, and a reconnecting client, which drops all
+	// it reads before its resume answer, could find the shim run past a
+	// memory replay window. Taken before mu.
+	gate  sync.RWMutex
 	mu    sync.Mutex
 	out   io.Writer
 	enc   *protocol.Encoder
@@ -84,6 +92,8 @@ func (e *emitter) fail(err error) {
 
 // Output sends script output bytes.
 func (e *emitter) Output(data []byte) {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.buf = e.enc.AppendOutput(e.start(), data)
@@ -95,6 +105,8 @@ func (e *emitter) Output(data []byte) {
 
 // Record sends a sequenced JSON record.
 func (e *emitter) Record(t protocol.Type, v any) {
+	e.gate.Lock()
+	defer e.gate.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var err error
@@ -121,6 +133,8 @@ func (e *emitter) Hold(t protocol.Type, v any) {
 
 // Unsequenced sends an unsequenced JSON record (not stored for replay).
 func (e *emitter) Unsequenced(t protocol.Type, v any) {
+	e.gate.Lock()
+	defer e.gate.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.unsequenced(t, v)
@@ -147,6 +161,8 @@ func (e *emitter) Offset() int64 {
 // stored records from `from` to the current end, all while holding the lock
 // so no live record can slip in between.
 func (e *emitter) Resume(nonce string, from int64) {
+	e.gate.Lock()
+	defer e.gate.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.writeHeld() // the replay comes from the store
@@ -170,6 +186,8 @@ func (e *emitter) Resume(nonce string, from int64) {
 // Close writes the final record and refuses every record after it (output
 // of background children that outlive the shim's decision to exit).
 func (e *emitter) Close(x protocol.Exit) {
+	e.gate.Lock()
+	defer e.gate.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var err error
