@@ -144,9 +144,11 @@ type Decoder struct {
 	filled bool
 	// busy is set when a read since the buffer was last empty returned at
 	// least decoderBufSize/4 bytes. A big buffer that empties without it
-	// shrinks back (the stream slowed down), so an idle or slow connection
-	// holds the small buffer only.
+	// decoderShrinkAfter times in a row shrinks back (the stream slowed
+	// down), so an idle or slow connection holds the small buffer only.
 	busy bool
+	// quiet counts the times in a row the buffer emptied without busy.
+	quiet int
 }
 
 // decoderBufSize is the first read buffer; a fast stream's buffer grows to
@@ -157,6 +159,13 @@ const (
 	decoderBufSize    = 4 * MaxRecord
 	decoderBigBufSize = 16 * MaxRecord
 )
+
+// decoderShrinkAfter is how many times in a row a big buffer must empty
+// without a big read before it shrinks. A fast stream's reads are now and
+// then small (the writer was between two writes): shrinking at the first
+// one made it grow again at the next big read, a 256 KiB allocation per
+// round and the garbage collector's work with it.
+const decoderShrinkAfter = 16
 
 // NewDecoder returns a decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
@@ -216,10 +225,15 @@ func (d *Decoder) Next() (Record, error) {
 func (d *Decoder) fill() {
 	if d.start == d.end {
 		d.start, d.end, d.scanned = 0, 0, 0
+		if d.busy {
+			d.quiet = 0
+		} else {
+			d.quiet++
+		}
 		switch {
 		case d.filled && len(d.rbuf) < decoderBigBufSize:
 			d.rbuf = make([]byte, decoderBigBufSize)
-		case !d.busy && len(d.rbuf) > decoderBufSize:
+		case d.quiet >= decoderShrinkAfter && len(d.rbuf) > decoderBufSize:
 			d.rbuf = make([]byte, decoderBufSize)
 		}
 		d.filled, d.busy = false, false

@@ -27,12 +27,13 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 func TestDecoderBufferShrinksWhenTheStreamSlows(t *testing.T) {
 	enc := NewEncoder()
 	r := &chunkReader{}
-	for range 3 {
+	const n = decoderShrinkAfter + 2
+	for range n {
 		r.chunks = append(r.chunks, enc.AppendOutput(nil, []byte("slow\n")))
 	}
 	d := NewDecoder(r)
 	d.rbuf, d.busy = make([]byte, decoderBigBufSize), true // as after a burst
-	for range 3 {
+	for range n {
 		if _, err := d.Next(); err != nil {
 			t.Fatal(err)
 		}
@@ -58,5 +59,34 @@ func TestDecoderBufferStaysBigForAFastStream(t *testing.T) {
 		if len(d.rbuf) != decoderBigBufSize {
 			t.Fatalf("the buffer shrank to %d bytes during a fast stream", len(d.rbuf))
 		}
+	}
+}
+
+// A fast stream whose reads are now and then small keeps the big buffer:
+// it is not allocated again for every burst.
+func TestDecoderBufferStaysBigThroughAFewSmallReads(t *testing.T) {
+	enc := NewEncoder()
+	r := &chunkReader{}
+	for range 4 {
+		r.chunks = append(r.chunks, enc.AppendOutput(nil, bytes.Repeat([]byte("y"), decoderBigBufSize-100)))
+		for range decoderShrinkAfter / 2 {
+			r.chunks = append(r.chunks, enc.AppendOutput(nil, []byte("small\n")))
+		}
+	}
+	d := NewDecoder(r)
+	var big []byte
+	for {
+		if _, err := d.Next(); err != nil {
+			break
+		}
+		switch {
+		case big == nil && len(d.rbuf) == decoderBigBufSize:
+			big = d.rbuf
+		case big != nil && &d.rbuf[0] != &big[0]:
+			t.Fatalf("the buffer was replaced (now %d bytes) during a fast stream with a few small reads", len(d.rbuf))
+		}
+	}
+	if big == nil {
+		t.Fatal("the buffer never grew")
 	}
 }
