@@ -17,7 +17,8 @@
 # Every binary reports VERSION (`tether version`, `tether-shim --version`)
 # and defaults --helper-image to ghcr.io/tether-ci/tether-shim:VERSION. The
 # archives are reproducible: their times are the last commit's
-# (SOURCE_DATE_EPOCH overrides), so the same tree gives the same digests.
+# (SOURCE_DATE_EPOCH overrides), so the same tree gives the same files,
+# byte for byte, and the same image digests.
 # Needs Go and helm (scripts/tools.sh helm installs it); no daemon or registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +66,14 @@ trap 'rm -rf "$home"' EXIT
 # A clean helm home: no repositories or plugins of the machine.
 HELM_CACHE_HOME="$home/cache" HELM_CONFIG_HOME="$home/config" HELM_DATA_HOME="$home/data" \
   "$helm" package deploy/helm/tether-gc --version "${version#v}" --app-version "$version" --destination "$dist" >/dev/null
-log "$dist/tether-gc-${version#v}.tgz (appVersion $version)"
+# helm stamps the archive with the current time: repack it with the
+# release's time, sorted, root-owned, so the chart is reproducible too.
+chart="$dist/tether-gc-${version#v}.tgz"
+mkdir "$home/chart"
+tar -xzf "$chart" -C "$home/chart"
+tar -C "$home/chart" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+  --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -c tether-gc | gzip -9n >"$chart"
+log "$chart (appVersion $version)"
 
 # The plain manifests, one file per variant, with the image tagged VERSION
 # (what `kustomize edit set image` would do to the kustomization's newTag).
