@@ -20,6 +20,10 @@ import (
 type fakeShim struct {
 	t *testing.T
 
+	// away is held while the fake writes records "while disconnected"
+	// (cutAway): Connect waits for it.
+	away sync.Mutex
+
 	mu       sync.Mutex
 	enc      *protocol.Encoder
 	stream   []byte  // every sequenced record
@@ -55,6 +59,8 @@ func (f *fakeShim) start() *fakeShim {
 }
 
 func (f *fakeShim) Connect(ctx context.Context) (client.Conn, error) {
+	f.away.Lock() // not while cutAway writes
+	defer f.away.Unlock()
 	f.mu.Lock()
 	f.connects++
 	n := f.connects
@@ -88,6 +94,16 @@ func (f *fakeShim) Connect(ctx context.Context) (client.Conn, error) {
 		}
 	}()
 	return c, nil
+}
+
+// cutAway breaks the current connection and runs write (records written
+// while disconnected) before the client can connect again: however fast it
+// reconnects, they are not sent live.
+func (f *fakeShim) cutAway(write func()) {
+	f.away.Lock()
+	defer f.away.Unlock()
+	f.cut()
+	write()
 }
 
 // cut breaks the current connection.

@@ -134,9 +134,10 @@ func TestRecordsSkippedRepeatedlyEndTheSession(t *testing.T) {
 		f.output("first\n")
 		go func() {
 			time.Sleep(50 * time.Millisecond)
-			f.cut()
-			f.output("second\n") // written while disconnected
-			f.output("third\n")
+			f.cutAway(func() {
+				f.output("second\n") // written while disconnected
+				f.output("third\n")
+			})
 		}()
 	}
 	f.start()
