@@ -12,7 +12,7 @@
 #   BENCH_BIG_BYTES  bytes relayed while the shim's RSS is sampled (default 10GiB)
 #   BENCH_BYTES      bytes per throughput run (default 1GiB)
 #   BENCH_REPEAT     runs per measurement (default 3)
-#   BENCH_ONLY       sections to run, e.g. relay,latency (default all)
+#   BENCH_ONLY       sections to run, e.g. cli,relay,latency (default all)
 #   BENCH_GO=0       skip the Go benchmarks
 #   BENCH_OUT        results file (default bench/results.md; "-" for stdout only)
 set -euo pipefail

@@ -35,7 +35,9 @@ type config struct {
 }
 
 // sectionNames returns the sections the harness knows, in run order.
-func sectionNames() []string { return []string{"relay", "latency", "overhead", "memory", "node"} }
+func sectionNames() []string {
+	return []string{"cli", "relay", "latency", "overhead", "memory", "node"}
+}
 
 func (c *config) enabled(section string) bool { return len(c.only) == 0 || c.only[section] }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 )
@@ -103,5 +104,30 @@ func TestMarkerPrefixLen(t *testing.T) {
 		if got := markerPrefixLen([]byte(in)); got != want {
 			t.Errorf("markerPrefixLen(%q) = %d, want %d", in, got, want)
 		}
+	}
+}
+
+// scriptCPU reads the `times` output of dash and of bash.
+func TestScriptCPU(t *testing.T) {
+	dir := t.TempDir()
+	for in, want := range map[string]time.Duration{
+		"0m0.010000s 0m0.020000s\n0m1.500000s 1m0.250000s\n": 61780 * time.Millisecond,
+		"0m0.004s 0m0.000s\n0m0.300s 0m0.120s\n":             424 * time.Millisecond,
+	} {
+		p := dir + "/times"
+		if err := os.WriteFile(p, []byte(in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := scriptCPU(p)
+		if err != nil || got.Round(time.Millisecond) != want {
+			t.Errorf("scriptCPU(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	p := dir + "/bad"
+	if err := os.WriteFile(p, []byte("nothing here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scriptCPU(p); err == nil {
+		t.Error("scriptCPU of a malformed file succeeded")
 	}
 }

@@ -109,7 +109,7 @@ func latencySection(ctx context.Context, cfg *config, ws *workspace, log *slog.L
 	sec.notes = append(sec.notes, fmt.Sprintf(
 		"A script waits for a line on a FIFO and answers each with `printf .` (no newline). The harness writes the line and times until the dot reaches the path's writer "+
 			"(for tether: `client.Run`'s Options.Output, through tether-shim and the local backend). %d samples per path (%d for the GitLab emulation, whose samples take ~500 ms each), "+
-			"5–25 ms apart at random (the GitLab emulation's 5–505 ms apart, uniformly over its 500 ms poll period). The shim's partial-line flush delay is its default, 20 ms.", cfg.latency, gitlabSamples))
+			"5–25 ms apart at random (the GitLab emulation's 5–505 ms apart, uniformly over its 500 ms poll period). The shim forwards a partial line at once when nothing more waits in the pipe.", cfg.latency, gitlabSamples))
 	t := &table{head: []string{"path", "samples", "p50", "p90", "p99", "max"}}
 	type result struct {
 		p relayPath
@@ -136,11 +136,11 @@ func latencySection(ctx context.Context, cfg *config, ws *workspace, log *slog.L
 	sec.tabs = append(sec.tabs, t)
 	tether, gitlab := results[1].d, results[2].d
 	sec.goals = append(sec.goals, goal{
-		measure:  "partial-output latency, local (`printf .` → writer)",
+		measure:  "partial-output latency in-process, local (`printf .` → writer)",
 		tether:   fmt.Sprintf("p50 %s, p99 %s", ms(tether.percentile(50)), ms(tether.percentile(99))),
 		baseline: fmt.Sprintf("GitLab emulation p50 %s, p99 %s", ms(gitlab.percentile(50)), ms(gitlab.percentile(99))),
-		target:   "p99 ≤ 50 ms",
-		verdict:  verdict(tether.percentile(99) <= 50*time.Millisecond),
+		target:   "info (the CLI row decides)",
+		verdict:  "info",
 	})
 	return sec, nil
 }

@@ -14,7 +14,7 @@
 //	BENCH_SCRIPTS      scripts per overhead run            (default 1000)
 //	BENCH_NODE_JOBS    concurrent jobs on the real node    (default 100)
 //	BENCH_SHELL        shell for scripts and baselines     (default /bin/sh)
-//	BENCH_ONLY         comma list of sections to run: relay,latency,overhead,memory,node (default all)
+//	BENCH_ONLY         comma list of sections to run: cli,relay,latency,overhead,memory,node (default all)
 //	BENCH_RELAY_PATHS  comma list of relay paths besides the cat baseline: tether,tether-memory,gitlab (default all)
 //	BENCH_OUT          results file                        (default bench/results.md; "-" for none)
 //	BENCH_GOBENCH      file with `go test -bench` output to include in the results

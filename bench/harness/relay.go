@@ -94,11 +94,11 @@ func relaySection(ctx context.Context, cfg *config, ws *workspace, log *slog.Log
 			case tetherPath:
 				if !p.memoryReplay {
 					sec.goals = append(sec.goals, goal{
-						measure:  "relay throughput, " + s.label + " (" + gib(cfg.bytes) + ")",
+						measure:  "relay throughput in-process, " + s.label + " (" + gib(cfg.bytes) + ")",
 						tether:   fmt.Sprintf("%.2f× cat (%.2f GiB/s)", ratio, throughput(cfg.bytes, w.median())),
 						baseline: gitlabRatio(results, paths, base),
-						target:   "≥ 0.5× cat",
-						verdict:  verdict(ratio >= 0.5),
+						target:   "info (the CLI row decides)",
+						verdict:  "info",
 					})
 				}
 			}

@@ -18,6 +18,7 @@ type sectionFunc func(ctx context.Context, cfg *config, ws *workspace, log *slog
 
 func sectionFuncs() map[string]sectionFunc {
 	return map[string]sectionFunc{
+		"cli":      cliSection,
 		"relay":    relaySection,
 		"latency":  latencySection,
 		"overhead": overheadSection,
