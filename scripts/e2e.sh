@@ -4,6 +4,9 @@
 # running), run `go test -tags e2e ./test/e2e/...` against it, and tear down
 # the node if this run started it. On failure print the node's log tails.
 #
+# Exports to the tests: TETHER_E2E_KUBECONFIG, TETHER_E2E_DIR, TETHER_E2E_KUBECTL
+# (the kubectl of the node's Kubernetes build).
+#
 # Env: TETHER_E2E_RUN (go test -run pattern), TETHER_E2E_SKIP (go test -skip
 # pattern), TETHER_E2E_KEEP=1 (leave a
 # node this run started running), plus those of scripts/e2e-lib/common.sh.
@@ -42,7 +45,7 @@ else
   e2e_log "reusing the running node in $E2E_DIR; it stays up afterwards"
 fi
 export TETHER_E2E_KUBECONFIG="$kubeconfig" KUBECONFIG="$kubeconfig"
-export TETHER_E2E_DIR="$E2E_DIR"
+export TETHER_E2E_DIR="$E2E_DIR" TETHER_E2E_KUBECTL="$KUBE_BIN/kubectl"
 
 args=(-tags e2e -trimpath -count=1 -timeout 45m)
 [ -z "${TETHER_E2E_RUN:-}" ] || args+=(-run "$TETHER_E2E_RUN")
