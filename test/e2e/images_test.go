@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,7 +18,7 @@ import (
 // The suite's jobs get their shim from the project's release-built image:
 // the linux/amd64 + linux/arm64 index in bin/images/tether-shim.tar, which
 // scripts/build-images.sh writes the way `make release` does and the node
-// imported. The init container's image is this platform's image of that
+// imported with both platforms' content. The init container's image is this platform's image of that
 // index, and the shim it copied runs the build container.
 func TestShimImageIsTheReleaseArchive(t *testing.T) {
 	f, err := os.Open(filepath.Join(repoRoot(t), "bin", "images", "tether-shim.tar"))
@@ -33,10 +34,14 @@ func TestShimImageIsTheReleaseArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var platforms []string
+	var platforms, blobs []string
 	var config string // the image ID the node gives this platform's image
 	for _, img := range images {
 		platforms = append(platforms, img.Platform.String())
+		blobs = append(blobs, img.Manifest.Digest)
+		for _, l := range img.Layers {
+			blobs = append(blobs, l.Digest)
+		}
 		if img.Platform.Architecture == runtime.GOARCH {
 			m, err := a.Manifest(img.Manifest)
 			if err != nil {
@@ -50,6 +55,23 @@ func TestShimImageIsTheReleaseArchive(t *testing.T) {
 	}
 	if strings.Join(platforms, " ") != "linux/amd64 linux/arm64" {
 		t.Errorf("%s has platforms %v, want linux/amd64 and linux/arm64", HelperImage, platforms)
+	}
+
+	// The node's containerd holds every platform's manifest and layer (the
+	// suite imports with --all-platforms), not just this machine's.
+	dir := os.Getenv("TETHER_E2E_DIR")
+	if dir == "" {
+		dir = "/var/tmp/tether-e2e"
+	}
+	content, err := exec.Command("ctr", "--address", filepath.Join(dir, "containerd", "containerd.sock"),
+		"--namespace", "k8s.io", "content", "ls", "-q").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr content ls on the node's containerd: %v\n%s", err, content)
+	}
+	for _, d := range blobs {
+		if !strings.Contains(string(content), d) {
+			t.Errorf("the node's containerd lacks blob %s of %s", d, HelperImage)
+		}
 	}
 
 	c := NewCluster(t)
