@@ -31,9 +31,13 @@ const kubeJobsCommand = "kube-jobs"
 
 // kubeEnv reaches the node through client/kube.
 type kubeEnv struct {
-	cfg *rest.Config
-	cs  kubernetes.Interface
-	ns  string
+	cfg      *rest.Config
+	cs       kubernetes.Interface
+	ns       string
+	requests *requestCounter // every API request this process makes
+	// watcher follows every job's pod and events: one pod and one event
+	// informer for the namespace, as a runner shares them.
+	watcher *kube.Watcher
 }
 
 func newKubeEnv(kubeconfig string) (*kubeEnv, error) {
@@ -45,11 +49,13 @@ func newKubeEnv(kubeconfig string) (*kubeEnv, error) {
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = 200, 400 // 100 jobs at once
+	requests := &requestCounter{}
+	cfg.Wrap(requests.wrap)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("build the Kubernetes client: %w", err)
 	}
-	return &kubeEnv{cfg: cfg, cs: cs, ns: ns}, nil
+	return &kubeEnv{cfg: cfg, cs: cs, ns: ns, requests: requests, watcher: kube.NewWatcher(cs)}, nil
 }
 
 // runJob runs one job in a pod of nodeImage and deletes the pod. running,
@@ -69,6 +75,7 @@ func (k *kubeEnv) runJob(ctx context.Context, name string, script []byte, out io
 	if err != nil {
 		return client.Result{}, err
 	}
+	pod.Watcher = k.watcher
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
@@ -104,6 +111,8 @@ type kubeJobsReport struct {
 	WallMS int64    `json:"wall_ms"`
 	JobMS  []int64  `json:"job_ms"`
 	Errors []string `json:"errors,omitempty"`
+	// Requests counts the process's API requests by verb and resource.
+	Requests map[string]int `json:"requests"`
 }
 
 // kubeJobs runs n jobs at once from this process and prints a JSON
@@ -143,57 +152,135 @@ func kubeJobs(ctx context.Context, kubeconfig string, n int, w io.Writer) error 
 	}
 	wg.Wait()
 	rep.WallMS = time.Since(start).Milliseconds()
+	rep.Requests = k.requests.counts()
 	return json.NewEncoder(w).Encode(rep)
 }
 
-// concurrentJobs runs `harness kube-jobs` as its own process (so its peak
-// RSS is the client's alone) with cfg.nodeJobs jobs.
-func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger) (*section, error) {
-	jobs := cfg.nodeJobs
+// fleetRun is one run of `harness kube-jobs` or `harness kube-bare`.
+type fleetRun struct {
+	rep    kubeJobsReport
+	maxRSS int64         // the process's peak RSS in bytes
+	server int64         // apiserver_request_total's growth during the run (every client of the node)
+	per    durations     // each job's time
+	wall   time.Duration // all jobs
+}
+
+// runFleet runs the harness as command (kube-jobs or kube-bare) with
+// jobs jobs in a process of its own, so its peak RSS is its alone.
+func runFleet(ctx context.Context, cfg *config, n *node, command string, jobs int) (*fleetRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, cfg.self, kubeJobsCommand, n.kubeconfig, strconv.Itoa(jobs))
+	before, berr := n.requestTotal(ctx)
+	cmd := exec.CommandContext(ctx, cfg.self, command, n.kubeconfig, strconv.Itoa(jobs))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%d concurrent jobs: %w: %s", jobs, err, tailOf(stderr.Bytes(), 1000))
+		return nil, fmt.Errorf("%s %d: %w: %s", command, jobs, err, tailOf(stderr.Bytes(), 1000))
 	}
-	var rep kubeJobsReport
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		return nil, fmt.Errorf("%d concurrent jobs: read the report: %w", jobs, err)
+	after, aerr := n.requestTotal(ctx)
+	f := &fleetRun{server: -1}
+	if berr == nil && aerr == nil {
+		f.server = after - before
 	}
-	var maxRSS int64
+	if err := json.Unmarshal(stdout.Bytes(), &f.rep); err != nil {
+		return nil, fmt.Errorf("%s %d: read the report: %w", command, jobs, err)
+	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxRSS = ru.Maxrss << 10 // KiB
+		f.maxRSS = ru.Maxrss << 10 // KiB
 	}
-	var per durations
-	for _, m := range rep.JobMS {
-		per = append(per, time.Duration(m)*time.Millisecond)
+	for _, m := range f.rep.JobMS {
+		f.per = append(f.per, time.Duration(m)*time.Millisecond)
 	}
-	log.Info("concurrent jobs", "jobs", jobs, "exact", rep.Exact, "wall", time.Duration(rep.WallMS)*time.Millisecond, "max_rss", mib(maxRSS))
+	f.wall = time.Duration(f.rep.WallMS) * time.Millisecond
+	return f, nil
+}
+
+// requestTotal sums the API server's apiserver_request_total counters.
+func (n *node) requestTotal(ctx context.Context) (int64, error) {
+	out, err := exec.CommandContext(ctx, n.kubectl, "--kubeconfig", n.kubeconfig, "get", "--raw", "/metrics").Output()
+	if err != nil {
+		return 0, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	var total float64
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v); err == nil {
+			total += v
+		}
+	}
+	return int64(total), nil
+}
+
+// concurrentJobs runs cfg.nodeJobs jobs at once from one process through
+// client/kube and, right after, their floor: the same scripts in as many
+// bare pods created and followed by one process.
+func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger) (*section, error) {
+	jobs := cfg.nodeJobs
+	teth, err := runFleet(ctx, cfg, n, kubeJobsCommand, jobs)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("concurrent jobs", "jobs", jobs, "exact", teth.rep.Exact, "wall", teth.wall, "max_rss", mib(teth.maxRSS))
+	bare, err := runFleet(ctx, cfg, n, kubeBareCommand, jobs)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("bare pods", "pods", jobs, "exact", bare.rep.Exact, "wall", bare.wall, "max_rss", mib(bare.maxRSS))
 	sec := &section{}
-	t := &table{head: []string{fmt.Sprintf("%d concurrent jobs, one process (client/kube)", jobs), "value"}}
-	t.add("outputs exact", fmt.Sprintf("%d of %d", rep.Exact, rep.Jobs))
-	t.add("wall time, all jobs", ms(time.Duration(rep.WallMS)*time.Millisecond))
-	t.add("per job p50 / max", ms(per.percentile(50))+" / "+ms(per.max()))
-	t.add("client process peak RSS", mib(maxRSS))
+	t := &table{head: []string{fmt.Sprintf("%d jobs at once, one process", jobs), "tether (client/kube)", "floor: bare pods (create, watch, log)"}}
+	t.add("outputs exact", fmt.Sprintf("%d of %d", teth.rep.Exact, teth.rep.Jobs), fmt.Sprintf("%d of %d", bare.rep.Exact, bare.rep.Jobs))
+	t.add("wall time, all jobs", ms(teth.wall), ms(bare.wall))
+	t.add("per job p50 / max", ms(teth.per.percentile(50))+" / "+ms(teth.per.max()), ms(bare.per.percentile(50))+" / "+ms(bare.per.max()))
+	t.add("process peak RSS", mib(teth.maxRSS), mib(bare.maxRSS))
+	tpj, tdetail := formatRequests(teth.rep.Requests, jobs)
+	bpj, bdetail := formatRequests(bare.rep.Requests, jobs)
+	t.add("API requests per job (this process's)", fmt.Sprintf("%.2f: %s", tpj, tdetail), fmt.Sprintf("%.2f: %s", bpj, bdetail))
+	server := func(f *fleetRun) string {
+		if f.server < 0 {
+			return "unavailable"
+		}
+		return fmt.Sprintf("%.1f", float64(f.server)/float64(jobs))
+	}
+	t.add("apiserver_request_total growth per job (every client of the node: kubelet, other users)", server(teth), server(bare))
 	sec.tabs = append(sec.tabs, t)
-	if len(rep.Errors) > 0 {
+	for _, f := range []*fleetRun{teth, bare} {
+		if len(f.rep.Errors) == 0 {
+			continue
+		}
 		const show = 5
 		var b strings.Builder
-		fmt.Fprintf(&b, "**%d of %d concurrent jobs failed**; the first errors:", len(rep.Errors), rep.Jobs)
-		for _, e := range rep.Errors[:min(show, len(rep.Errors))] {
+		fmt.Fprintf(&b, "**%d of %d failed**; the first errors:", len(f.rep.Errors), f.rep.Jobs)
+		for _, e := range f.rep.Errors[:min(show, len(f.rep.Errors))] {
 			b.WriteString("\n- " + tailOf([]byte(e), 400))
 		}
 		sec.notes = append(sec.notes, b.String())
 	}
-	sec.goals = append(sec.goals, goal{
-		measure:  fmt.Sprintf("%d concurrent jobs, one process", jobs),
-		tether:   fmt.Sprintf("%d/%d exact, %s, peak RSS %s", rep.Exact, rep.Jobs, ms(time.Duration(rep.WallMS)*time.Millisecond), mib(maxRSS)),
-		baseline: "—",
-		target:   "all outputs exact; RSS reported",
-		verdict:  verdict(rep.Exact == rep.Jobs),
-	})
+	ratio := float64(teth.wall) / float64(max(bare.wall, time.Millisecond))
+	sec.goals = append(sec.goals,
+		goal{
+			measure:  fmt.Sprintf("%d concurrent jobs from one process vs the floor (bare pods, same run)", jobs),
+			tether:   fmt.Sprintf("%.2f× (%s, %d/%d exact)", ratio, ms(teth.wall), teth.rep.Exact, teth.rep.Jobs),
+			baseline: fmt.Sprintf("bare pods %s (%d/%d exact)", ms(bare.wall), bare.rep.Exact, bare.rep.Jobs),
+			target:   "≤ 1.2× floor, all exact",
+			verdict:  verdict(ratio <= 1.2 && teth.rep.Exact == jobs),
+		},
+		goal{
+			measure:  fmt.Sprintf("client RSS for %d concurrent jobs", jobs),
+			tether:   mib(teth.maxRSS),
+			baseline: "bare-pod process " + mib(bare.maxRSS),
+			target:   "≤ 64 MiB",
+			verdict:  verdict(teth.maxRSS <= 64<<20),
+		},
+		goal{
+			measure:  "API requests per job (the client's own; watches shared)",
+			tether:   fmt.Sprintf("%.2f", tpj),
+			baseline: fmt.Sprintf("bare pods %.2f", bpj),
+			target:   "reported",
+			verdict:  "info",
+		})
 	return sec, nil
 }
 

@@ -24,9 +24,10 @@
 //
 // The harness is also its own GitLab read-logs emulation: invoked as
 // `harness read-logs PATH` it follows PATH the way GitLab Runner's helper
-// does (see gitlab.go); and `harness kube-jobs KUBECONFIG N` runs N jobs at
+// does (see gitlab.go); `harness kube-jobs KUBECONFIG N` runs N jobs at
 // once on a cluster through client/kube (kube.go), in a process of its own
-// so its memory can be measured alone.
+// so its memory can be measured alone; `harness kube-bare KUBECONFIG N`
+// is their floor: the same scripts in N bare pods (kube_floor.go).
 package main
 
 import (
@@ -53,14 +54,18 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == kubeJobsCommand {
+	if len(os.Args) > 1 && (os.Args[1] == kubeJobsCommand || os.Args[1] == kubeBareCommand) {
 		n, err := strconv.Atoi(os.Args[len(os.Args)-1])
 		if len(os.Args) != 4 || err != nil || n <= 0 {
-			fmt.Fprintln(os.Stderr, "usage: harness kube-jobs KUBECONFIG N")
+			fmt.Fprintf(os.Stderr, "usage: harness %s KUBECONFIG N\n", os.Args[1])
 			os.Exit(2)
 		}
-		if err := kubeJobs(ctx, os.Args[2], n, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "kube-jobs:", err)
+		jobs := kubeJobs
+		if os.Args[1] == kubeBareCommand {
+			jobs = kubeBare
+		}
+		if err := jobs(ctx, os.Args[2], n, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, os.Args[1]+":", err)
 			os.Exit(1)
 		}
 		return
