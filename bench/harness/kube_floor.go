@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -158,6 +159,8 @@ func kubeBare(ctx context.Context, kubeconfig string, n int, w io.Writer) error 
 	rep := kubeJobsReport{Jobs: n, JobMS: make([]int64, n)}
 	var wg sync.WaitGroup
 	start := time.Now()
+	stopSampling := make(chan struct{})
+	anon := anonPeak(stopSampling)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -187,6 +190,11 @@ func kubeBare(ctx context.Context, kubeconfig string, n int, w io.Writer) error 
 	wg.Wait()
 	rep.WallMS = time.Since(start).Milliseconds()
 	rep.Requests = k.requests.counts()
+	if _, hwm, err := memStatus(os.Getpid()); err == nil {
+		rep.PeakRSS = hwm
+	}
+	close(stopSampling)
+	rep.PeakAnon = <-anon
 	return json.NewEncoder(w).Encode(rep)
 }
 

@@ -162,3 +162,45 @@ func loadAverage() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// anonRSS returns the process's anonymous resident memory (RssAnon: heap,
+// stacks; not the executable's mapped pages) in bytes.
+func anonRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read the memory of pid %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse RssAnon of pid %d: %w", pid, err)
+			}
+			return n << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no RssAnon in /proc/%d/status", pid, pid)
+}
+
+// anonPeak samples this process's RssAnon every 50 ms until stop is
+// closed and returns the largest sample.
+func anonPeak(stop <-chan struct{}) <-chan int64 {
+	out := make(chan int64, 1)
+	go func() {
+		var peak int64
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v, err := anonRSS(os.Getpid()); err == nil {
+				peak = max(peak, v)
+			}
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return out
+}
