@@ -419,18 +419,18 @@ func mustRecords(t *testing.T, s interface{ Pid() int }) []byte {
 // than the job's output, and output written while no connection is
 // attached waits in the pipe: a connection cut at a random point while the
 // script prints as fast as it can loses and repeats nothing, however long
-// the reconnect takes (100 ms here). Each cut comes
-// after the session caught up with the previous reconnect (a window's worth
-// of output later), as the stall detector of tether run --local replaces a
+// the reconnect takes (100 ms here). Each cut comes after the session
+// caught up with the previous reconnect (half a window's worth of output
+// later, or more), as the stall detector of tether run --local replaces a
 // connection: cuts in a row during replays can outrun any window.
 func TestMemoryReplayResumesAfterRandomCuts(t *testing.T) {
 	const window = local.MemoryReplayBytes
-	// 128 MiB of text lines as fast as cat writes them: in the 100 ms
+	// 64 MiB of text lines as fast as cat writes them: in the 100 ms
 	// each reconnect takes the shim would run far past the window if its
 	// output were dropped.
 	path, data := textFile(t, 8<<20)
-	data = bytes.Repeat(data, 16)
-	body := fmt.Sprintf("for i in $(seq 16); do cat %s; done\n", path)
+	data = bytes.Repeat(data, 8)
+	body := fmt.Sprintf("for i in $(seq 8); do cat %s; done\n", path)
 	var stderr syncbuf.Buffer
 	s, err := local.Start(context.Background(), local.Config{Shim: shimBin, Stderr: &stderr, MemoryReplay: true})
 	if err != nil {
@@ -457,7 +457,7 @@ func TestMemoryReplayResumesAfterRandomCuts(t *testing.T) {
 		defer wg.Done()
 		r := rand.New(rand.NewPCG(3, 7))
 		for {
-			next := out.n.Load() + window + int64(r.IntN(window))
+			next := out.n.Load() + window/2 + int64(r.IntN(window/2))
 			for out.n.Load() < next {
 				select {
 				case <-stop:
