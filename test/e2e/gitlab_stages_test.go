@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/cgi"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,8 +16,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/tether-ci/tether/internal/testing/faultproxy"
 )
 
 // gitHTTPServer serves the repositories under root over git's smart HTTP
@@ -216,15 +213,7 @@ func TestGitLabDriverSurvivesConnectionCuts(t *testing.T) {
 	r := newRunnerStandIn(t, c, ns, nil)
 	r.prepare(ctx)
 
-	api, err := url.Parse(c.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.Start(api.Host, faultproxy.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := apiFaultProxy(t, c)
 	kc, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

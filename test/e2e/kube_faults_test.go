@@ -251,15 +251,7 @@ func cutRepeatedly(ctx context.Context, proxy *faultproxy.Proxy, ready func() bo
 // the test can cut; the proxy is closed when the test ends.
 func proxiedTransport(t *testing.T, c *Cluster, pod *kube.Pod, opts kube.TransportOptions) (*faultproxy.Proxy, *kube.Transport) {
 	t.Helper()
-	api, err := url.Parse(c.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.Start(api.Host, faultproxy.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := apiFaultProxy(t, c)
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Host = "https://" + proxy.Addr()
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -269,6 +261,22 @@ func proxiedTransport(t *testing.T, c *Cluster, pod *kube.Pod, opts kube.Transpo
 	tr := pod.Transport(cfg, opts)
 	tr.Client = cs
 	return proxy, tr
+}
+
+// apiFaultProxy starts a fault proxy in front of the API server, closed
+// when the test ends.
+func apiFaultProxy(t *testing.T, c *Cluster) *faultproxy.Proxy {
+	t.Helper()
+	api, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.Start(api.Host, faultproxy.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	return proxy
 }
 
 // startTetherRun starts `tether run --image BusyboxImage --helper-image
