@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -12,8 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -98,17 +95,7 @@ patches:
 	if !ok {
 		t.Fatalf("the gc Job failed; log:\n%s", log)
 	}
-	var deleted []string
-	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
-		var l gcLine
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("log line %q is not JSON: %v", line, err)
-		}
-		if l.Action == "deleted" {
-			deleted = append(deleted, l.Kind+" "+l.Namespace+"/"+l.Name)
-		}
-	}
-	sort.Strings(deleted)
+	deleted := gcDeletedInLog(t, log)
 	if want := []string{"configmap " + ns + "/leaked-scripts", "pod " + ns + "/job-expired"}; !slices.Equal(deleted, want) {
 		t.Errorf("the CronJob's run deleted %v, want %v; log:\n%s", deleted, want, log)
 	}

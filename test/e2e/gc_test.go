@@ -619,17 +619,7 @@ func TestGCHelmChartOnNode(t *testing.T) {
 	if !ok {
 		t.Fatalf("the gc Job failed; log:\n%s", log)
 	}
-	var deleted []string
-	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
-		var l gcLine
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("log line %q is not JSON: %v", line, err)
-		}
-		if l.Action == "deleted" {
-			deleted = append(deleted, l.Kind+" "+l.Namespace+"/"+l.Name)
-		}
-	}
-	sort.Strings(deleted)
+	deleted := gcDeletedInLog(t, log)
 	if want := []string{"configmap " + ns + "/leaked-scripts", "pod " + ns + "/job-expired"}; !slices.Equal(deleted, want) {
 		t.Errorf("the CronJob's run deleted %v, want %v; log:\n%s", deleted, want, log)
 	}
@@ -763,4 +753,23 @@ func gcCheckAccess(ctx context.Context, t *testing.T, as kubernetes.Interface, n
 			t.Errorf("gc ServiceAccount may %s (err %v), want Forbidden", what, err)
 		}
 	}
+}
+
+// gcDeletedInLog returns what a `tether gc --log-format json` log says it
+// deleted ("KIND NAMESPACE/NAME", sorted); a line that is not JSON fails
+// the test.
+func gcDeletedInLog(t *testing.T, log string) []string {
+	t.Helper()
+	var deleted []string
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		var l gcLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		if l.Action == "deleted" {
+			deleted = append(deleted, l.Kind+" "+l.Namespace+"/"+l.Name)
+		}
+	}
+	sort.Strings(deleted)
+	return deleted
 }
