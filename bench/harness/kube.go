@@ -128,6 +128,26 @@ func kubeJobs(ctx context.Context, kubeconfig string, n int, w io.Writer) error 
 	if err != nil {
 		return err
 	}
+	return runFleetJobs(k, n, w, func(i int) error {
+		script, want := concurrentScript(i)
+		var out bytes.Buffer
+		res, err := k.runJob(ctx, "concurrent.sh", script, &out, nil)
+		switch {
+		case err != nil:
+			return fmt.Errorf("job %d: %w", i, err)
+		case res.ExitCode != 0:
+			return fmt.Errorf("job %d: exit code %d", i, res.ExitCode)
+		case !bytes.Equal(out.Bytes(), want):
+			return fmt.Errorf("job %d: output differs (%d bytes, want %d)", i, out.Len(), len(want))
+		}
+		return nil
+	})
+}
+
+// runFleetJobs runs job(0..n-1) at once, times each, and prints the
+// kubeJobsReport on w: how many were exact (job returned nil), the
+// errors, the process's API requests and its peak memory.
+func runFleetJobs(k *kubeEnv, n int, w io.Writer, job func(i int) error) error {
 	rep := kubeJobsReport{Jobs: n, JobMS: make([]int64, n)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -138,22 +158,15 @@ func kubeJobs(ctx context.Context, kubeconfig string, n int, w io.Writer) error 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			script, want := concurrentScript(i)
-			var out bytes.Buffer
 			t0 := time.Now()
-			res, err := k.runJob(ctx, "concurrent.sh", script, &out, nil)
+			err := job(i)
 			d := time.Since(t0)
 			mu.Lock()
 			defer mu.Unlock()
 			rep.JobMS[i] = d.Milliseconds()
-			switch {
-			case err != nil:
-				rep.Errors = append(rep.Errors, fmt.Sprintf("job %d: %v", i, err))
-			case res.ExitCode != 0:
-				rep.Errors = append(rep.Errors, fmt.Sprintf("job %d: exit code %d", i, res.ExitCode))
-			case !bytes.Equal(out.Bytes(), want):
-				rep.Errors = append(rep.Errors, fmt.Sprintf("job %d: output differs (%d bytes, want %d)", i, out.Len(), len(want)))
-			default:
+			if err != nil {
+				rep.Errors = append(rep.Errors, err.Error())
+			} else {
 				rep.Exact++
 			}
 		}()

@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -156,46 +154,22 @@ func kubeBare(ctx context.Context, kubeconfig string, n int, w io.Writer) error 
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return errors.New("watch the bare pods: the informer did not sync")
 	}
-	rep := kubeJobsReport{Jobs: n, JobMS: make([]int64, n)}
-	var wg sync.WaitGroup
-	start := time.Now()
-	stopSampling := make(chan struct{})
-	anon := anonPeak(stopSampling)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			script, want := concurrentScript(i)
-			name := fmt.Sprintf("bench-bare-%s-%d", run, i)
-			ch := make(chan corev1.PodPhase, 1)
-			mu.Lock()
-			ended[name] = ch
-			mu.Unlock()
-			t0 := time.Now()
-			got, err := bareJob(ctx, k, name, run, script, ch)
-			d := time.Since(t0)
-			mu.Lock()
-			defer mu.Unlock()
-			rep.JobMS[i] = d.Milliseconds()
-			switch {
-			case err != nil:
-				rep.Errors = append(rep.Errors, fmt.Sprintf("bare pod %d: %v", i, err))
-			case !bytes.Equal(got, want):
-				rep.Errors = append(rep.Errors, fmt.Sprintf("bare pod %d: log differs (%d bytes, want %d)", i, len(got), len(want)))
-			default:
-				rep.Exact++
-			}
-		}()
-	}
-	wg.Wait()
-	rep.WallMS = time.Since(start).Milliseconds()
-	rep.Requests = k.requests.counts()
-	if _, hwm, err := memStatus(os.Getpid()); err == nil {
-		rep.PeakRSS = hwm
-	}
-	close(stopSampling)
-	rep.PeakAnon = <-anon
-	return json.NewEncoder(w).Encode(rep)
+	return runFleetJobs(k, n, w, func(i int) error {
+		script, want := concurrentScript(i)
+		name := fmt.Sprintf("bench-bare-%s-%d", run, i)
+		ch := make(chan corev1.PodPhase, 1)
+		mu.Lock()
+		ended[name] = ch
+		mu.Unlock()
+		got, err := bareJob(ctx, k, name, run, script, ch)
+		switch {
+		case err != nil:
+			return fmt.Errorf("bare pod %d: %w", i, err)
+		case !bytes.Equal(got, want):
+			return fmt.Errorf("bare pod %d: log differs (%d bytes, want %d)", i, len(got), len(want))
+		}
+		return nil
+	})
 }
 
 // bareJob creates one bare pod, waits for the watch to report its end,
