@@ -38,6 +38,11 @@ type Pod struct {
 	// (kept for its life) on all its pods so their jobs share watches.
 	// Nil: WaitRunning uses a Watcher of its own for the one call.
 	Watcher *Watcher
+	// DeleteGrace is the grace period Delete asks for (whole seconds,
+	// rounded up): how long the kubelet waits between SIGTERM and SIGKILL
+	// for the pod's containers. 0 leaves it to the pod's own
+	// terminationGracePeriodSeconds (Spec.TerminationGracePeriod).
+	DeleteGrace time.Duration
 }
 
 func (p *Pod) container() string {
@@ -118,10 +123,15 @@ func hint(err error) string {
 // with it). A pod that is already gone is not an error.
 func (p *Pod) Delete(ctx context.Context) error {
 	bg := metav1.DeletePropagationBackground
-	err := p.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+	opts := metav1.DeleteOptions{
 		PropagationPolicy: &bg,
 		Preconditions:     &metav1.Preconditions{UID: &p.UID},
-	})
+	}
+	if p.DeleteGrace > 0 {
+		g := seconds(p.DeleteGrace)
+		opts.GracePeriodSeconds = &g
+	}
+	err := p.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, opts)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err)
 	}

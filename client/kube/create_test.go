@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -127,5 +128,42 @@ func TestDeleteToleratesGonePod(t *testing.T) {
 	}
 	if err := p.Delete(context.Background()); err != nil {
 		t.Fatalf("second Delete: %v", err)
+	}
+}
+
+// Delete asks for Pod.DeleteGrace (whole seconds) when it is set, and
+// leaves the grace to the pod's own spec when it is not.
+func TestDeleteGrace(t *testing.T) {
+	for _, tc := range []struct {
+		grace time.Duration
+		want  *int64
+	}{{0, nil}, {3 * time.Second, new(int64(3))}, {1500 * time.Millisecond, new(int64(2))}} {
+		cs := fakeCluster()
+		objs, err := Build(testSpec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Create(context.Background(), cs, objs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *metav1.DeleteOptions
+		cs.PrependReactor("delete", "pods", func(a ktesting.Action) (bool, runtime.Object, error) {
+			o := a.(ktesting.DeleteAction).GetDeleteOptions()
+			got = &o
+			return false, nil, nil
+		})
+		p.DeleteGrace = tc.grace
+		if err := p.Delete(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case got == nil:
+			t.Fatalf("grace %s: no delete sent", tc.grace)
+		case tc.want == nil && got.GracePeriodSeconds != nil:
+			t.Errorf("grace %s: delete asks for %d s; want the pod's own", tc.grace, *got.GracePeriodSeconds)
+		case tc.want != nil && (got.GracePeriodSeconds == nil || *got.GracePeriodSeconds != *tc.want):
+			t.Errorf("grace %s: delete asks for %v; want %d s", tc.grace, got.GracePeriodSeconds, *tc.want)
+		}
 	}
 }

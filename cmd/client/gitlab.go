@@ -31,7 +31,9 @@ container), pull-policy, idle-timeout, ttl-margin, builds-dir, cache-dir, shell 
 /bin/bash: runs every stage script), and the pod shaping of tether run: cpu,
 memory, requests, limits, node-selector, toleration, pull-secret,
 service-account, service, volume, label, annotation, pod-patch,
-pod-patch-type. Run 'tether gitlab help flags' for them all.
+pod-patch-type, termination-grace-period (GitLab's
+pod_termination_grace_period_seconds: seconds or a duration; also the grace
+of cleanup's delete). Run 'tether gitlab help flags' for them all.
 
 Exit codes follow the runner's contract: BUILD_FAILURE_EXIT_CODE when the
 script failed (its own code written to BUILD_EXIT_CODE_FILE first),

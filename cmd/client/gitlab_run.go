@@ -142,6 +142,8 @@ func gitlabCleanup(ctx context.Context, cfg *gitlabFlags, stderr io.Writer, log 
 	}
 	if err == nil {
 		pod.UID = got.UID
+		// The configured grace, even for a pod prepared before it was set.
+		pod.DeleteGrace = time.Duration(cfg.TerminationGrace)
 		err = pod.Delete(ctx)
 	}
 	if err != nil {

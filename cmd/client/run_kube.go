@@ -79,6 +79,7 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 		log.Error("cannot create the job's pod", "err", err)
 		return exitTether
 	}
+	pod.DeleteGrace = spec.TerminationGracePeriod
 	if f.Keep {
 		defer log.Info("keeping the pod (--keep)", "pod", pod.Namespace+"/"+pod.Name)
 	} else {

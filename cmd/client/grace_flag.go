@@ -1,0 +1,48 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// graceFlag is a --termination-grace-period value: whole seconds ("30", as
+// GitLab's pod_termination_grace_period_seconds) or a Go duration ("30s",
+// "1m"); 0 means "not set" (Kubernetes' default applies).
+type graceFlag time.Duration
+
+// String returns the value as a Go duration ("0s" when unset).
+func (g *graceFlag) String() string { return time.Duration(*g).String() }
+
+// Type names the value in the help text.
+func (g *graceFlag) Type() string { return "SECONDS|DURATION" }
+
+// Set parses whole seconds or a duration of whole seconds, at least 1s.
+// (0 is refused: a pod with terminationGracePeriodSeconds 0 is removed from
+// the API at once, before its containers have stopped.)
+func (g *graceFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if n, nerr := strconv.ParseInt(s, 10, 64); nerr == nil {
+		d, err = time.Duration(n)*time.Second, nil
+		if n > int64(maxGrace/time.Second) {
+			d = maxGrace + time.Second
+		}
+	}
+	switch {
+	case err != nil:
+		return errors.New("want whole seconds (30) or a duration (30s, 2m)")
+	case d < time.Second:
+		return fmt.Errorf("%s: want at least 1s (Kubernetes removes a pod with a grace of 0 before its containers stop)", s)
+	case d%time.Second != 0:
+		return fmt.Errorf("%s: want whole seconds (Kubernetes counts the grace in seconds)", s)
+	case d > maxGrace:
+		return fmt.Errorf("%s: want at most %s", s, maxGrace)
+	}
+	*g = graceFlag(d)
+	return nil
+}
+
+// maxGrace bounds --termination-grace-period: a grace longer than a day is
+// a mistake (the pod would keep terminating for it).
+const maxGrace = 24 * time.Hour
