@@ -203,27 +203,6 @@ func (j *jsonLines) Flush() {
 	}
 }
 
-// jobAttrs returns the job summary's job-wide fields: the job's total
-// duration since start and the main scripts that never ran (skipped after
-// a failure, a cancel or the deadline).
-func jobAttrs(job client.Job, start time.Time, res client.Result) []any {
-	ran := map[string]bool{}
-	for _, st := range res.Statuses {
-		ran[st.Script] = true
-	}
-	var skipped []string
-	for _, sc := range job.Scripts {
-		if !ran[sc] {
-			skipped = append(skipped, sc)
-		}
-	}
-	attrs := []any{"duration", time.Since(start).Round(time.Millisecond)}
-	if len(skipped) > 0 {
-		attrs = append(attrs, "skipped", skipped)
-	}
-	return attrs
-}
-
 // progress returns a client.Options.Events callback that logs the
 // session's progress: reconnect notices, script starts and the per-script
 // summary.

@@ -82,16 +82,17 @@ func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr 
 		unregister := onForce(ctx, remove)
 		defer unregister()
 	}
+	var begun scriptsBegun
 	opts := client.Options{
 		Output:   stdout,
-		Events:   progress(log),
+		Events:   begun.events(progress(log)),
 		Logger:   log,
 		ExitShim: true,
 	}
 	f.OutputLimit.apply(&opts)
 	res, err := client.Run(ctx, ct, job, opts)
 
-	report(log, res, err, jobAttrs(job, f.start, res)...)
+	report(log, res, err, jobAttrs(job, f.start, res, begun.list())...)
 	return exitCode(res, err)
 }
 

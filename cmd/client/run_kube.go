@@ -97,9 +97,10 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 	}
 	log.Info("attaching", "pod", pod.Namespace+"/"+pod.Name, "container", pod.Container)
 	objs.Job.Mask = job.Mask // masked values travel in the job command only
+	var begun scriptsBegun
 	opts := client.Options{
 		Output:   stdout,
-		Events:   progress(log),
+		Events:   begun.events(progress(log)),
 		Logger:   log,
 		ExitShim: true,
 	}
@@ -107,7 +108,7 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, opts)
 
 	// objs.Job names the scripts by their paths in the pod, as the statuses do.
-	report(log, res, err, jobAttrs(objs.Job, f.start, res)...)
+	report(log, res, err, jobAttrs(objs.Job, f.start, res, begun.list())...)
 	return exitCode(res, err)
 }
 

@@ -53,16 +53,17 @@ func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr i
 	}()
 	remove := onForce(ctx, func() { _ = syscall.Kill(shim.Pid(), syscall.SIGTERM) })
 	defer remove()
+	var begun scriptsBegun
 	opts := client.Options{
 		Output:   stdout,
-		Events:   progress(log),
+		Events:   begun.events(progress(log)),
 		Logger:   log,
 		ExitShim: true,
 	}
 	f.OutputLimit.apply(&opts)
 	res, err := client.Run(ctx, shim, job, opts)
 
-	report(log, res, err, jobAttrs(job, f.start, res)...)
+	report(log, res, err, jobAttrs(job, f.start, res, begun.list())...)
 	return exitCode(res, err)
 }
 
