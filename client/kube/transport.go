@@ -183,7 +183,7 @@ func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface)
 			continue
 		}
 		if st.State.Terminated != nil {
-			return name, containerEnded(pod, st)
+			return name, endedSettled(ctx, cs, pod, st, endSettleTimeout, endSettlePoll)
 		}
 		// Running, or not yet in the status: the kubelet updates the status
 		// up to a second after the container started (its "Started" event

@@ -148,6 +148,8 @@ func TestGitLabStageOutcome(t *testing.T) {
 		{"container OOM", client.Result{}, oom, stageResult{code: 137, note: "the build container was killed while stage build_script ran: out of memory (limit 64Mi)"}},
 		{"lost", client.Result{}, lost, stageResult{system: true}},
 		{"container ended otherwise", client.Result{}, &kube.ContainerEndedError{Reason: "Error"}, stageResult{system: true}},
+		{"container crashed after a script's OOM kill", client.Result{Statuses: []protocol.Status{{OOMKilled: true, MemoryLimit: 64 << 20}}},
+			&kube.ContainerEndedError{Container: "build", ExitCode: 2, Reason: kube.ReasonOOMKilled}, stageResult{system: true}},
 	} {
 		if got := stageOutcome(tc.res, tc.err, time.Minute, "build_script"); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)

@@ -29,11 +29,12 @@ func TestOOMText(t *testing.T) {
 // error wraps the transport's *kube.ContainerEndedError) exits 137 and
 // says so with the limit; another container end stays "outcome unknown".
 func TestContainerOOMKilledExit(t *testing.T) {
-	ended := func(reason string) error {
-		e := &kube.ContainerEndedError{Namespace: "ci", Pod: "job", Container: kube.BuildContainer, ExitCode: 137, Reason: reason, MemoryLimit: 64 << 20}
+	endedWith := func(code int32, reason string) error {
+		e := &kube.ContainerEndedError{Namespace: "ci", Pod: "job", Container: kube.BuildContainer, ExitCode: code, Reason: reason, MemoryLimit: 64 << 20}
 		// As the session wraps it: no result, the Connect error, the log's.
 		return fmt.Errorf("%w: %w; %w", client.ErrNoResult, e, errors.New("the shim's log ends before the job's result"))
 	}
+	ended := func(reason string) error { return endedWith(137, reason) }
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	err := ended(kube.ReasonOOMKilled)
@@ -46,6 +47,17 @@ func TestContainerOOMKilledExit(t *testing.T) {
 	}
 	if code := exitCode(client.Result{}, ended("Error")); code != exitTether {
 		t.Errorf("container ended with reason Error: exit code %d; want %d", code, exitTether)
+	}
+	// A script OOM-killed earlier left the reason OOMKilled; the shim then
+	// crashed (exit code 2): not an OOM kill of the container.
+	buf.Reset()
+	err = endedWith(2, kube.ReasonOOMKilled)
+	if code := exitCode(client.Result{}, err); code != exitTether {
+		t.Errorf("container ended with exit code 2, reason OOMKilled: exit code %d; want %d", code, exitTether)
+	}
+	report(log, client.Result{}, err)
+	if out := buf.String(); strings.Contains(out, "its container was OOMKilled") || strings.Contains(out, "killed=") {
+		t.Errorf("report of a container that a crash ended after an earlier OOM kill: %s", out)
 	}
 	if code := exitCode(client.Result{ExitCode: 0}, nil); code != 0 {
 		t.Errorf("a job that reported its result: exit code %d; want 0 whatever the container's reason", code)

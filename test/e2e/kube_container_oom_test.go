@@ -56,3 +56,44 @@ func TestKubeContainerOOMKilled(t *testing.T) {
 	}
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
 }
+
+// TestKubeScriptOOMThenShimCrash: a script OOM-killed earlier in the job
+// leaves the container runtime's reason OOMKilled on the build container,
+// and the runtime keeps it when the shim later dies for another reason
+// (here a crash: SIGABRT, which the shim does not handle). The container's
+// own end decides: its exit code is not SIGKILL's, so tether reports the
+// script's OOM kill in the script's status, never "its container was
+// OOMKilled", and the job's outcome as unknown (125), naming the
+// interrupted after-script.
+func TestKubeScriptOOMThenShimCrash(t *testing.T) {
+	c := NewCluster(t)
+	bin := buildTether(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "oomcrash")
+	paths := writeScripts(t, []string{"hog.sh", "crash.sh"}, map[string]string{
+		// dd's 100 MB block is its own memory: the OOM killer ends dd, the
+		// largest process, and the shim lives on.
+		"hog.sh":   "dd if=/dev/zero of=/dev/null bs=100000000 count=1\n",
+		"crash.sh": "kill -ABRT 1\nsleep 30\necho not-reached\n",
+	})
+	res := runCLI(ctx, t, c, bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns,
+		"--cpu", "100m", "--memory", "64Mi", paths[0], "--after", paths[1])
+	t.Logf("stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	if !strings.Contains(res.stderr, `killed="out of memory (limit 64Mi)"`) || !strings.Contains(res.stderr, "01-crash.sh phase=after") {
+		t.Fatalf("the script was not OOM-killed before the after-script ran: the test's premise failed")
+	}
+	if res.code != 125 {
+		t.Errorf("exit code %d; want 125 (the shim crashed: the job's outcome is unknown)", res.code)
+	}
+	for _, bad := range []string{"its container was OOMKilled", "not-reached"} {
+		if strings.Contains(res.stderr+res.stdout, bad) {
+			t.Errorf("output says %q", bad)
+		}
+	}
+	for _, want := range []string{"from an earlier OOM kill of a process in it", "interrupted=["} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+}
