@@ -43,6 +43,22 @@ type Job struct {
 	// kubelet's activeDeadlineSeconds leaves room for kube.Spec.AfterTimeout
 	// only: a larger budget here is cut short by it.
 	AfterTimeout time.Duration
+	// Timeout is the job's own time limit, counted by the shim from when
+	// the job's first script starts (0 or less: none; sent in milliseconds, at
+	// least 1 ms): when it passes, the shim stops the running script
+	// (TERM, grace, KILL) and runs none of the job's remaining scripts,
+	// after-scripts included, in band, whether or not a client is
+	// attached. The stopped script's status error starts with
+	// protocol.JobTimeoutReason. The shim's own deadline still applies.
+	Timeout time.Duration
+}
+
+// timeoutMS is d as the job command's timeout_ms (0 = none).
+func timeoutMS(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 // afterTimeoutMS is d as the job command's after_timeout_ms.

@@ -37,7 +37,7 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 		job.ID = newJobID()
 	}
 	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After, Mask: job.Mask, Shell: job.Shell,
-		AfterTimeoutMS: afterTimeoutMS(job.AfterTimeout)}
+		AfterTimeoutMS: afterTimeoutMS(job.AfterTimeout), TimeoutMS: timeoutMS(job.Timeout)}
 	var files []protocol.Command
 	for _, f := range job.Files {
 		fc, err := fileCommands(f)

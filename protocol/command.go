@@ -98,7 +98,18 @@ type Command struct {
 	// --after-timeout: 0 keeps the shim's, a negative value means the
 	// after-scripts do not run after the deadline.
 	AfterTimeoutMS int64 `json:"after_timeout_ms,omitempty"`
+	// TimeoutMS is a CmdJob's own time limit in milliseconds, counted from
+	// when its first script starts (0 = none): when it passes, the shim
+	// stops the running script (TERM, grace, KILL) and runs none of the
+	// job's remaining scripts, after-scripts included. The stopped
+	// script's status error starts with JobTimeoutReason; the job record
+	// follows as usual.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
+
+// JobTimeoutReason starts the status error of a script the shim stopped
+// because its job's own timeout (Command.TimeoutMS) passed.
+const JobTimeoutReason = "the job's timeout_ms passed"
 
 // CommandError is a command line the shim could not accept.
 type CommandError struct {

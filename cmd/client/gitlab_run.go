@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,15 +56,12 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 		fmt.Fprintf(stderr, "tether gitlab run: pod %s/%s container %s: %v\n", pod.Namespace, pod.Name, pod.Container, err)
 		return codes.SystemFailure
 	}
-	target := path.Join(kube.FilesDir, stage)
-	res, err := client.Run(ctx, transport(kube.TransportOptions{Logger: log}), client.Job{
-		ID:      stage + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
-		Scripts: []string{target},
-		Files:   []client.File{{Path: target, Content: content}},
-		Mask:    job.MaskedValues(),
-		Shell:   cfg.Shell,
-	}, client.Options{Output: stdout, Logger: log, From: from})
-	out := stageOutcome(res, err, job.Timeout(), stage)
+	stageJob, warning := gitlabStageJob(stage, content, job, cfg, os.Getenv)
+	if warning != "" {
+		fmt.Fprintf(stdout, "WARNING: tether: %s\n", warning)
+	}
+	res, err := client.Run(ctx, transport(kube.TransportOptions{Logger: log}), stageJob, client.Options{Output: stdout, Logger: log, From: from})
+	out := stageOutcome(res, err, job.Timeout(), stageJob.Timeout, stage)
 	if out.note != "" {
 		fmt.Fprintf(stdout, "\nERROR: tether: %s\n", out.note)
 	}
@@ -86,6 +84,28 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 	return codes.BuildFailure
 }
 
+// gitlabStageJob is the job that runs stage's script: the script delivered
+// over the stream into the files volume, the job's masked values, the
+// driver's shell, and for after_script its own timeout, as the runner
+// gives it (RUNNER_AFTER_SCRIPT_TIMEOUT, default 5m), enforced by the shim
+// in band. warning is a line for the job log about a timeout setting the
+// runner ignores.
+func gitlabStageJob(stage string, content []byte, job *gitlab.Job, cfg *gitlabFlags, getenv func(string) string) (client.Job, string) {
+	target := path.Join(kube.FilesDir, stage)
+	j := client.Job{
+		ID:      stage + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		Scripts: []string{target},
+		Files:   []client.File{{Path: target, Content: content}},
+		Mask:    job.MaskedValues(),
+		Shell:   cfg.Shell,
+	}
+	var warning string
+	if stage == gitlab.AfterScriptStage {
+		j.Timeout, warning = gitlab.AfterScriptTimeout(getenv)
+	}
+	return j, warning
+}
+
 // stageResult is how a stage ended, in the runner's terms.
 type stageResult struct {
 	// system is an infrastructure failure (SYSTEM_FAILURE_EXIT_CODE).
@@ -98,8 +118,9 @@ type stageResult struct {
 }
 
 // stageOutcome maps a stage's result (res, err from client.Run) onto the
-// runner's contract.
-func stageOutcome(res client.Result, err error, timeout time.Duration, stage string) stageResult {
+// runner's contract. timeout is the job's, stageTimeout the stage's own
+// (after_script's; the shim stopped the stage when it passed).
+func stageOutcome(res client.Result, err error, timeout, stageTimeout time.Duration, stage string) stageResult {
 	if ended := containerOOM(err); ended != nil {
 		// The kernel killed the build container, the shim with it: the
 		// job used more memory than its limit, a failure of the job.
@@ -119,6 +140,9 @@ func stageOutcome(res client.Result, err error, timeout time.Duration, stage str
 	for _, st := range res.Statuses {
 		if st.OOMKilled {
 			out.note = fmt.Sprintf("stage %s was killed: %s", stage, oomText(st.MemoryLimit))
+		}
+		if strings.HasPrefix(st.Error, protocol.JobTimeoutReason) {
+			out.note = fmt.Sprintf("the %s timeout (%s, %s) passed: stage %s was stopped", stage, stageTimeout, gitlab.AfterScriptTimeoutVar, stage)
 		}
 	}
 	if deadline {

@@ -118,6 +118,45 @@ func TestGitLabSpecSettings(t *testing.T) {
 	}
 }
 
+// The after_script stage's job carries its own timeout, as the runner
+// gives after_script one (RUNNER_AFTER_SCRIPT_TIMEOUT, default 5m), for
+// the shim to enforce in band; no other stage has one. A value the runner
+// ignores is reported for the job log.
+func TestGitLabStageJobTimeout(t *testing.T) {
+	cfg := gitlabTestFlags(t, "--shell", "/bin/sh")
+	job := &gitlab.Job{Variables: []gitlab.Variable{{Key: "TOKEN", Value: "masked-value-1", Masked: true}}}
+	for _, tc := range []struct {
+		stage, value string
+		want         time.Duration
+		warning      string
+	}{
+		{"after_script", "", 5 * time.Minute, ""},
+		{"after_script", "90s", 90 * time.Second, ""},
+		{"after_script", "later", 5 * time.Minute, `ignoring RUNNER_AFTER_SCRIPT_TIMEOUT "later"`},
+		{"build_script", "90s", 0, ""},
+		{"step_script", "", 0, ""},
+		{"get_sources", "90s", 0, ""},
+	} {
+		env := map[string]string{"CUSTOM_ENV_RUNNER_AFTER_SCRIPT_TIMEOUT": tc.value}
+		j, warning := gitlabStageJob(tc.stage, []byte("echo hi\n"), job, cfg, func(k string) string { return env[k] })
+		if j.Timeout != tc.want || (tc.warning == "") != (warning == "") || !strings.Contains(warning, tc.warning) {
+			t.Errorf("%s with %q: timeout %s, warning %q; want %s, %q", tc.stage, tc.value, j.Timeout, warning, tc.want, tc.warning)
+		}
+		if target := "/tether/files/" + tc.stage; len(j.Scripts) != 1 || j.Scripts[0] != target || len(j.Files) != 1 || j.Files[0].Path != target ||
+			j.Shell != "/bin/sh" || !slices.Equal(j.Mask, []string{"masked-value-1"}) || len(j.After) != 0 {
+			t.Errorf("%s: job %+v", tc.stage, j)
+		}
+	}
+	// The shim stopped the stage at its timeout: a build failure saying so.
+	res := client.Result{ExitCode: 143, FailedScript: "/tether/files/after_script", Statuses: []protocol.Status{
+		{Script: "/tether/files/after_script", CommandExitCode: 143, Error: protocol.JobTimeoutReason + " (1m30s)"}}}
+	got := stageOutcome(res, nil, 10*time.Minute, 90*time.Second, "after_script")
+	want := stageResult{code: 143, note: "the after_script timeout (1m30s, RUNNER_AFTER_SCRIPT_TIMEOUT) passed: stage after_script was stopped"}
+	if got != want {
+		t.Errorf("after_script stopped at its timeout: %+v, want %+v", got, want)
+	}
+}
+
 func TestGitLabStagesInHelper(t *testing.T) {
 	for stage, want := range map[string]bool{"get_sources": true, "restore_cache": true, "upload_artifacts_on_failure": true,
 		"build_script": false, "step_script": false, "after_script": false, "prepare_script": false, "cleanup_file_variables": false, "step_x": false} {
@@ -151,7 +190,7 @@ func TestGitLabStageOutcome(t *testing.T) {
 		{"container crashed after a script's OOM kill", client.Result{Statuses: []protocol.Status{{OOMKilled: true, MemoryLimit: 64 << 20}}},
 			&kube.ContainerEndedError{Container: "build", ExitCode: 2, Reason: kube.ReasonOOMKilled}, stageResult{system: true}},
 	} {
-		if got := stageOutcome(tc.res, tc.err, time.Minute, "build_script"); got != tc.want {
+		if got := stageOutcome(tc.res, tc.err, time.Minute, 0, "build_script"); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}

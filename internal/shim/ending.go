@@ -44,7 +44,7 @@ func (r endReason) String() string {
 
 // Exit codes of the reasons that fix one.
 const (
-	codeTimedOut = 124      // deadline or TTL, as timeout(1) reports it
+	codeTimedOut = 124      // deadline, TTL or a job's own timeout, as timeout(1) reports it
 	codeIdle     = 125      // the client is gone
 	codeSIGTERM  = 128 + 15 // stopped as SIGTERM stops a script (also a cancelled job)
 	codeFatal    = 70       // EX_SOFTWARE: the shim could not go on

@@ -94,6 +94,11 @@ func (e *engine) step(now time.Time) (int, bool) {
 	if e.ending != nil {
 		return e.stepEnding(now)
 	}
+	if e.cur != nil && e.cur.timeoutDue(now) {
+		reason := e.cur.timeOut()
+		e.log.Info("the job's own timeout passed; stopping it", "job", e.cur.jobID())
+		e.stopScript(now, reason, e.cfg.Grace)
+	}
 	e.killIfDue(now)
 	e.advance(now)
 	if e.expired && e.cur == nil {
@@ -142,7 +147,7 @@ func (e *engine) advance(now time.Time) {
 				return
 			}
 			e.cur, e.queue = e.queue[0], e.queue[1:]
-			e.cur.started = true
+			e.cur.start(now)
 		}
 		script, ph, ok := e.cur.nextScript()
 		if !ok {

@@ -25,8 +25,9 @@ type engineCase struct {
 }
 
 const (
-	cancelled = `"cancelled by the client"`
-	sigterm   = `"the shim received SIGTERM (pod deletion or container stop)"`
+	jobTimeout = `"the job's timeout_ms passed (5s)"`
+	cancelled  = `"cancelled by the client"`
+	sigterm    = `"the shim received SIGTERM (pod deletion or container stop)"`
 )
 
 func engineCases() []engineCase {
@@ -263,6 +264,59 @@ func engineCases() []engineCase {
 			want: []string{
 				"begin /m1 script j", "signal USR1 /m1", "signal INT /m1",
 				`status /m1 script j 0 ""`, "begin /m2 script j",
+			},
+		},
+		{
+			name: "a job's own timeout stops its running main script and skips the rest, after-scripts included; the job record follows",
+			steps: []action{
+				send(protocol.Command{Cmd: protocol.CmdJob, ID: "j", Scripts: []string{"/m1", "/m2"}, After: []string{"/a1"}, TimeoutMS: 5000}),
+				wait(4999 * time.Millisecond), wait(time.Millisecond), exits("/m1", 143),
+			},
+			want: []string{
+				"begin /m1 script j", "signal TERM /m1",
+				"status /m1 script j 143 " + jobTimeout,
+				"job j exit=143 failed=/m1 cancelled=false",
+			},
+		},
+		{
+			name: "a job's own timeout during its after-scripts stops them; the exit code stays the main scripts'",
+			steps: []action{
+				send(protocol.Command{Cmd: protocol.CmdJob, ID: "j", Scripts: []string{"/m1"}, After: []string{"/a1", "/a2"}, TimeoutMS: 5000}),
+				exits("/m1", 0), wait(5 * time.Second), exits("/a1", 143),
+			},
+			want: []string{
+				"begin /m1 script j", `status /m1 script j 0 ""`,
+				"begin /a1 after j", "signal TERM /a1",
+				"status /a1 after j 143 " + jobTimeout,
+				"job j exit=0 failed= cancelled=false",
+			},
+		},
+		{
+			name: "a job whose timeout passes as its main script exits 0 runs nothing more and exits 124",
+			steps: []action{
+				send(protocol.Command{Cmd: protocol.CmdJob, ID: "j", Scripts: []string{"/m1", "/m2"}, After: []string{"/a1"}, TimeoutMS: 5000}),
+				exitsUnseen("/m1", 0), wait(5 * time.Second), deliver(),
+			},
+			want: []string{
+				"begin /m1 script j", `status /m1 script j 0 ""`,
+				"job j exit=124 failed= cancelled=false",
+			},
+		},
+		{
+			name: "a job's timeout counts from its start, not from when it was queued; a script ignoring TERM is killed after the grace",
+			cfg:  func(c *Config) { c.Grace = time.Second },
+			steps: []action{
+				send(jobCmd("j1", []string{"/m1"}, nil)),
+				send(protocol.Command{Cmd: protocol.CmdJob, ID: "j2", Scripts: []string{"/m2"}, TimeoutMS: 5000}),
+				wait(time.Minute), exits("/m1", 0),
+				wait(4999 * time.Millisecond), wait(time.Millisecond), wait(time.Second), exits("/m2", 137),
+			},
+			want: []string{
+				"begin /m1 script j1", `status /m1 script j1 0 ""`,
+				"job j1 exit=0 failed= cancelled=false",
+				"begin /m2 script j2", "signal TERM /m2", "signal KILL /m2",
+				"status /m2 script j2 137 " + jobTimeout,
+				"job j2 exit=137 failed=/m2 cancelled=false",
 			},
 		},
 		{

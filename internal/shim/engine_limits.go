@@ -80,6 +80,9 @@ func (e *engine) nextWake(now time.Time) time.Duration {
 		consider(e.giveUpAt)
 		return max(next.Sub(now), time.Millisecond)
 	}
+	if e.cur != nil {
+		consider(e.cur.timeoutAt)
+	}
 	if e.expired {
 		consider(e.afterEnd)
 	} else {

@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/tether-ci/tether/protocol"
@@ -39,6 +40,11 @@ type item struct {
 	// silent: the shim is ending or the deadline passed, so the item ends
 	// without a job record (the final record says why).
 	silent bool
+	// timeoutAt is when the job's own timeout (timeout_ms) passes, counted
+	// from its start (zero: none, or it was acted on); timedOut is set
+	// once it stopped the job's main scripts.
+	timeoutAt time.Time
+	timedOut  bool
 
 	done protocol.JobDone
 }
@@ -97,6 +103,41 @@ func (it *item) afterTimeout(def time.Duration) (time.Duration, string) {
 	return def, "--after-timeout " + def.String()
 }
 
+// start marks the item started at now and starts its own timeout.
+func (it *item) start(now time.Time) {
+	it.started = true
+	if ms := it.cmd.TimeoutMS; ms > 0 && !it.single {
+		it.timeoutAt = now.Add(time.Duration(ms) * time.Millisecond)
+	}
+}
+
+// timeoutDue reports whether the item's own timeout passed by now; it
+// reports it once.
+func (it *item) timeoutDue(now time.Time) bool {
+	if it.timeoutAt.IsZero() || now.Before(it.timeoutAt) {
+		return false
+	}
+	it.timeoutAt = time.Time{}
+	return true
+}
+
+// timeOut applies the job's own timeout: none of its remaining scripts run,
+// after-scripts included, and it returns the reason for the script that
+// runs now, which must stop. The job record is written as usual.
+func (it *item) timeOut() string {
+	reason := fmt.Sprintf("%s (%s)", protocol.JobTimeoutReason, time.Duration(it.cmd.TimeoutMS)*time.Millisecond)
+	if it.phase == phaseMain && it.mainStop == "" {
+		it.timedOut = true
+	}
+	if it.mainStop == "" {
+		it.mainStop = reason
+	}
+	if it.afterStop == "" {
+		it.afterStop = reason
+	}
+	return reason
+}
+
 // halt stops the item at once: no more scripts, no job record.
 func (it *item) halt(reason string) {
 	it.silent = true
@@ -149,6 +190,11 @@ func (it *item) result() (protocol.JobDone, int) {
 	d.Cancelled = it.cancelled
 	if d.Cancelled && d.ExitCode == 0 {
 		d.ExitCode = codeSIGTERM
+	}
+	if it.timedOut && d.ExitCode == 0 {
+		// Its timeout cut the main scripts short without a failure (the
+		// stopped script exited 0, or none ran at that moment).
+		d.ExitCode = codeTimedOut
 	}
 	return d, d.ExitCode
 }

@@ -261,3 +261,35 @@ func TestGitLabDriverSurvivesConnectionCuts(t *testing.T) {
 	r.cleanup(ctx)
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
 }
+
+// TestGitLabDriverAfterScriptTimeout: after_script gets its own timeout
+// from the job's RUNNER_AFTER_SCRIPT_TIMEOUT, enforced by the shim in band:
+// an after_script that would sleep for ten minutes is stopped after 3 s as
+// a build failure whose log says so, and the pod serves the next stage.
+func TestGitLabDriverAfterScriptTimeout(t *testing.T) {
+	c := NewCluster(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "gitlab-after")
+	r := newRunnerStandInJob(t, c, ns, standInJob{Variables: []map[string]any{
+		{"key": "RUNNER_AFTER_SCRIPT_TIMEOUT", "value": "3s", "masked": false},
+	}})
+	r.prepare(ctx)
+	runCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	got, code, written := r.run(runCtx, "after_script", "trap 'echo got TERM; exit 143' TERM\necho started\nsleep 600 &\nwait\necho not-reached\n", nil)
+	t.Logf("after_script ended after %v: exit %d, BUILD_EXIT_CODE_FILE %q, output %q", time.Since(start), code, written, got)
+	if code != standInBuildFailure || written != "143" {
+		t.Fatalf("after_script: exit %d, BUILD_EXIT_CODE_FILE %q; want a build failure with 143 (stopped by TERM)", code, written)
+	}
+	if !strings.HasPrefix(got, "started\ngot TERM\n") || strings.Contains(got, "not-reached") ||
+		!strings.Contains(got, "the after_script timeout (3s, RUNNER_AFTER_SCRIPT_TIMEOUT) passed: stage after_script was stopped") {
+		t.Fatalf("after_script output %q: want its start, the TERM and the timeout message", got)
+	}
+	got, code, _ = r.run(ctx, "cleanup_file_variables", "echo still-serving\n", nil)
+	if code != 0 || got != "still-serving\n" {
+		t.Fatalf("the stage after a timed-out after_script: exit %d, output %q", code, got)
+	}
+	r.cleanup(ctx)
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+}
