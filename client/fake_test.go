@@ -207,6 +207,14 @@ func (f *fakeShim) output(data string) {
 	}
 }
 
+// blocks writes data as block records, the way the shim sends bulk output.
+func (f *fakeShim) blocks(data string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	start := f.enc.Offset()
+	f.appendLocked(start, f.enc.AppendBlocks(nil, []byte(data)))
+}
+
 // raw appends an arbitrary sequenced line (e.g. an unknown record type).
 func (f *fakeShim) raw(line string) {
 	f.mu.Lock()

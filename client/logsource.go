@@ -80,7 +80,8 @@ type logRecords struct {
 	from    int64
 	started bool
 	buf     []byte // parse scratch
-	pending []byte // the rest of the current line not yet read
+	pending []byte // the rest of the current record not yet read
+	block   []byte // holds a block record read whole
 }
 
 func (l *logRecords) Read(p []byte) (int, error) {
@@ -97,7 +98,21 @@ func (l *logRecords) Read(p []byte) (int, error) {
 		}
 		var rec protocol.Record
 		rec, l.buf, err = protocol.Parse(line, l.buf)
-		if err != nil || !rec.Type.Sequenced() || rec.Seq < l.from {
+		if err != nil || !rec.Type.Sequenced() {
+			continue
+		}
+		if rec.Type == protocol.TypeBlock {
+			// The payload and final newline follow the header line; a
+			// diagnostic line the runtime logged in between makes the
+			// block malformed, which the session reports.
+			hdr := len(line)
+			l.block = append(append(l.block[:0], line...), make([]byte, rec.Size-hdr)...)
+			if _, err := io.ReadFull(l.br, l.block[hdr:]); err != nil {
+				return 0, err
+			}
+			line = l.block
+		}
+		if rec.Seq < l.from {
 			continue
 		}
 		if !l.started && rec.Seq > l.from {

@@ -67,6 +67,7 @@ func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 					f.cut()
 					f.output("written while away\n")
+					f.blocks("in a block\ntwo lines, \\ \r raw\n")
 					f.record(protocol.TypeStatus, protocol.Status{Script: script, CommandExitCode: 4, Phase: "script", Job: c.ID})
 					f.record(protocol.TypeJob, protocol.JobDone{ExitCode: 4, FailedScript: script, Job: c.ID})
 					if tc.rotated {
@@ -104,7 +105,7 @@ func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 			if err != nil || res.ExitCode != 4 {
 				t.Fatalf("Run: %v, exit %d; want the job's exit code 4 from the log", err, res.ExitCode)
 			}
-			if got := out.String(); got != "seen live\nwritten while away\n" {
+			if got := out.String(); got != "seen live\nwritten while away\nin a block\ntwo lines, \\ \r raw\n" {
 				t.Fatalf("output %q", got)
 			}
 		})

@@ -30,6 +30,7 @@ const releaseAfter = 32
 // finishes, or something fatal happens.
 func (s *stream) read(c *connState) serveEnd {
 	dec := protocol.NewDecoder(activityReader{st: s, c: c})
+	dec.Resync(!c.synced.Load()) // a connection starts anywhere, even inside a block
 	for {
 		if c.synced.Load() {
 			// The bulk of a stream: plain output records in order, taken
@@ -66,6 +67,7 @@ func (s *stream) read(c *connState) serveEnd {
 			if end, ok := s.sync(c, rec); ok {
 				return end
 			}
+			dec.Resync(!c.synced.Load()) // records are framed from the resume answer on
 			continue
 		}
 		if !rec.Type.Sequenced() {
@@ -89,6 +91,13 @@ func (s *stream) read(c *connState) serveEnd {
 		}
 		s.gaps = 0
 		s.next = rec.Next()
+		if rec.Type == protocol.TypeBlock && len(rec.Payload) >= protocol.DirectOutput {
+			// Bulk output goes out from the decoder's buffer, not copied.
+			if s.flush() != nil || s.writeOutput(rec.Payload) != nil {
+				return s.fatalOutput()
+			}
+			continue
+		}
 		if rec.Type.IsOutput() {
 			s.pending = append(s.pending, rec.Payload...)
 			if len(s.pending) >= flushAt {
@@ -127,12 +136,7 @@ func (s *stream) flush() error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	n, err := s.output.Write(s.pending)
-	if err == nil && n < len(s.pending) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		s.outErr = err
+	if err := s.writeOutput(s.pending); err != nil {
 		return err
 	}
 	// Keep the buffer for the next bulk write while the writes are big:
@@ -146,6 +150,18 @@ func (s *stream) flush() error {
 		s.pending, s.smallWrites = nil, 0
 	}
 	return nil
+}
+
+// writeOutput writes p to opts.Output, remembering the first failure.
+func (s *stream) writeOutput(p []byte) error {
+	n, err := s.output.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		s.outErr = err
+	}
+	return err
 }
 
 // sync looks for the answer to this connection's resume command; everything
@@ -180,9 +196,9 @@ func (s *stream) handle(c *connState, rec protocol.Record) (end serveEnd, done b
 		if err := json.Unmarshal(rec.Payload, &h); err != nil {
 			return bad(err)
 		}
-		if h.Protocol != protocol.Version {
-			return bad(fmt.Errorf("the shim (version %s) speaks protocol %d, this client protocol %d: use matching tether and tether-shim builds",
-				h.Shim, h.Protocol, protocol.Version))
+		if h.Protocol < protocol.MinVersion || h.Protocol > protocol.Version {
+			return bad(fmt.Errorf("the shim (version %s) speaks protocol %d, this client protocols %d to %d: use matching tether and tether-shim builds",
+				h.Shim, h.Protocol, protocol.MinVersion, protocol.Version))
 		}
 		s.log.Debug("shim hello", "shim", h.Shim, "pid", h.PID, "shell", h.Shell, "replay", h.Replay)
 	case protocol.TypeBegin:

@@ -38,7 +38,10 @@ func TestGarbageBeforeTheResumeAnswerIsIgnored(t *testing.T) {
 			"x 0 {\"reason\":\"fatal\",\"exit_code\":70}\n" +
 			"r - {\"nonce\":\"someone-else\",\"from\":0,\"end\":0}\n" +
 			"o 0 fake output\n" +
-			strings.Repeat("z", 3*protocol.MaxRecord) + "\n")
+			strings.Repeat("z", 3*protocol.MaxRecord) + "\n" +
+			// A line of a block's raw payload that looks like a block
+			// header: taken on trust, it would swallow the resume answer.
+			"d 0 16000\n")
 	}
 	f.onJob = func(f *fakeShim, c protocol.Command) { finishJob(f, c, "real output\n", 0) }
 	f.start()
@@ -67,7 +70,9 @@ func TestDuplicateRecordsInAReplayAreDropped(t *testing.T) {
 	f.onJob = func(f *fakeShim, c protocol.Command) {
 		go func() {
 			f.record(protocol.TypeBegin, protocol.Begin{Script: "/s.sh", Phase: "script", Job: "j1"})
-			f.output("one\ntwo\nthree")
+			f.output("one\ntwo\n")
+			f.blocks("thr")
+			f.output("ee")
 			<-release
 			f.output(" four\n")
 			f.record(protocol.TypeStatus, protocol.Status{Script: "/s.sh", Phase: "script", Job: "j1"})

@@ -20,7 +20,10 @@ var ErrUnknownType = errors.New("unknown record type")
 
 // Parse decodes one record line, which must end in its only newline. The
 // returned payload may alias line (output records without escapes) or buf,
-// which it reuses; both stay valid until either is modified.
+// which it reuses; both stay valid until either is modified. A TypeBlock
+// record's line is its header only: Parse returns it with a nil Payload and
+// the Size of the whole record, whose payload (Size minus the header's
+// length, less one) and final newline follow the header in the stream.
 func Parse(line, buf []byte) (Record, []byte, error) {
 	if i := bytes.IndexByte(line, '\n'); i >= 0 && i != len(line)-1 {
 		return Record{}, buf, fmt.Errorf("%w: %q holds more than one line", ErrMalformed, clip(line))
@@ -85,6 +88,16 @@ func parse(rec *Record, line, buf []byte) ([]byte, error) {
 	}
 	payload := line[i+1 : n-1]
 	switch t {
+	case TypeBlock:
+		size, err := blockLength(payload)
+		if err != nil {
+			return buf, fmt.Errorf("%w: %q: %w", ErrMalformed, clip(line), err)
+		}
+		if n+size+1 > MaxRecord {
+			return buf, fmt.Errorf("%w: %q: a block of %d bytes exceeds the %d-byte record limit", ErrMalformed, clip(line), n+size+1, MaxRecord)
+		}
+		rec.Size = n + size + 1
+		rec.Payload = nil
 	case TypeOutput, TypePartial:
 		if bytes.IndexByte(payload, '\\') < 0 {
 			if t == TypeOutput {
@@ -110,6 +123,22 @@ func parse(rec *Record, line, buf []byte) ([]byte, error) {
 		rec.Payload = payload
 	}
 	return buf, nil
+}
+
+// blockLength parses a block header's length field: a decimal number
+// from 1 to MaxRecord without a leading zero.
+func blockLength(b []byte) (int, error) {
+	if len(b) == 0 || len(b) > 5 || b[0] == '0' {
+		return 0, errors.New("block length is not a number from 1 to 16384 without a leading zero")
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, errors.New("block length is not a decimal number")
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, nil
 }
 
 // fitsInt64 reports whether the decimal digits in b (no leading zeros) are at
@@ -149,6 +178,9 @@ type Decoder struct {
 	busy bool
 	// quiet counts the times in a row the buffer emptied without busy.
 	quiet int
+	// resync is set while the stream position may be inside a record
+	// (see Resync).
+	resync bool
 }
 
 // decoderBufSize is the first read buffer; a fast stream's buffer grows to
@@ -175,11 +207,16 @@ func NewDecoder(r io.Reader) *Decoder {
 // Next returns the next record. Errors wrapping ErrMalformed concern one
 // line only; the caller may call Next again. ErrTruncated and read errors
 // end the stream; a stream that ends on a record boundary returns io.EOF.
+//
+// A TypeBlock record's Payload is its raw bytes, taken whole from the
+// stream by the length in its header, newlines and all, unless the decoder
+// is resynchronising (see Resync).
 func (d *Decoder) Next() (Record, error) {
 	for {
+		more := false // a block's header is buffered, not all of its payload
 		if i := bytes.IndexByte(d.rbuf[d.scanned:d.end], '\n'); i >= 0 {
-			lineEnd := d.scanned + i + 1
-			line := d.rbuf[d.start:lineEnd]
+			lineStart, lineEnd := d.start, d.scanned+i+1
+			line := d.rbuf[lineStart:lineEnd]
 			d.start, d.scanned = lineEnd, lineEnd
 			if d.skipping {
 				d.skipping = false
@@ -190,9 +227,21 @@ func (d *Decoder) Next() (Record, error) {
 			if d.buf, err = parse(&rec, line, d.buf); err != nil {
 				return Record{}, err
 			}
-			return rec, nil
+			if rec.Type != TypeBlock {
+				return rec, nil
+			}
+			if d.resync {
+				return Record{}, fmt.Errorf("%w: %q: a block header read while resynchronising; its payload is read as lines", ErrMalformed, clip(line))
+			}
+			if end := lineStart + rec.Size; end <= d.end {
+				return d.takeBlock(rec, lineEnd, end)
+			}
+			d.start, d.scanned = lineStart, lineStart
+			more = true
 		}
-		d.scanned = d.end
+		if !more {
+			d.scanned = d.end
+		}
 		if d.err != nil {
 			err := d.err
 			torn := d.end > d.start || d.skipping
@@ -206,7 +255,7 @@ func (d *Decoder) Next() (Record, error) {
 			d.err = nil
 			return Record{}, fmt.Errorf("read records: %w", err)
 		}
-		if d.end-d.start == len(d.rbuf) {
+		if !more && d.end-d.start == len(d.rbuf) {
 			// A line longer than the buffer: report it once and drop it
 			// up to its newline.
 			d.start, d.end, d.scanned = 0, 0, 0
@@ -219,6 +268,27 @@ func (d *Decoder) Next() (Record, error) {
 		d.fill()
 	}
 }
+
+// takeBlock completes the block record rec, whose payload starts at
+// rbuf[from] and whose final newline is rbuf[end-1], all buffered. Without
+// that newline the block is malformed: only its header has been consumed.
+func (d *Decoder) takeBlock(rec Record, from, end int) (Record, error) {
+	if d.rbuf[end-1] != '\n' {
+		return Record{}, fmt.Errorf("%w: block at offset %d does not end in a newline after its %d bytes", ErrMalformed, rec.Seq, end-1-from)
+	}
+	rec.Payload = d.rbuf[from : end-1]
+	d.start, d.scanned = end, end
+	return rec, nil
+}
+
+// Resync sets whether the decoder may be inside a record: a connection
+// that starts anywhere in the stream reads a block's raw payload as lines,
+// one of which may look like a block header. While on, a block header is an
+// ErrMalformed error and its payload is not taken, so the decoder keeps
+// reading line by line and always finds the next record that starts a line
+// (every record, blocks included, ends in a newline). A client turns it off
+// once it knows it stands on a record boundary (its resume answer).
+func (d *Decoder) Resync(on bool) { d.resync = on }
 
 // fill reads more of the stream into rbuf, moving the unreturned bytes to
 // its start when the end is reached.

@@ -83,7 +83,7 @@ func mangle(rng *rand.Rand, s []byte) []byte {
 		case 2:
 			s[a] = byte(rng.Uint32())
 		case 3:
-			if i := bytes.Index(s[a:], []byte("o ")); i >= 0 {
+			if i := bytes.Index(s[a:], []byte{"od"[rng.IntN(2)], ' '}); i >= 0 {
 				at := a + i + 2
 				s = append(s[:at:at], append([]byte("0"), s[at:]...)...)
 			}
@@ -103,6 +103,9 @@ func TestAppendOutputMatchesNext(t *testing.T) {
 		var stream []byte
 		for range 1 + rng.IntN(6) {
 			stream = enc.AppendOutput(stream, genOutput(rng, rng.IntN(4*MaxRecord)))
+			if rng.IntN(2) == 0 {
+				stream = enc.AppendBlocks(stream, genOutput(rng, rng.IntN(3*MaxRecord)))
+			}
 			if rng.IntN(2) == 0 {
 				stream, _ = enc.AppendJSON(stream, TypeStatus, Status{Script: "/s", CommandExitCode: rng.IntN(3)})
 			}

@@ -32,6 +32,7 @@ func sampleJob(t *testing.T) []byte {
 	add(TypeHello, Hello{Protocol: Version, Shim: "v0.1.0", MaxRecord: MaxRecord, PID: 1, Shell: "/bin/bash", Replay: "file"})
 	add(TypeBegin, Begin{Script: "/tether/scripts/step_script", Phase: "script", Job: "build-42"})
 	out = enc.AppendOutput(out, []byte("$ make test\n"))
+	out = enc.AppendBlocks(out, []byte("cc -c a.c\ncc -c b.c\n"))
 	out = enc.AppendOutput(out, []byte("Downloading  10%\rDownloading  60%\rDownloading 100%\n"))
 	out = enc.AppendOutput(out, []byte("\x1b[32mok\x1b[0m  \texample.com/app\t0.412s\n"))
 	out = enc.AppendOutput(out, []byte("copying C:\\temp\\build.zip: caf\xe9 \xff\xfe\x00 ✓\n"))
@@ -119,7 +120,7 @@ func TestDocMentionsEveryTypeAndReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range "hopbsjexra" {
+	for _, typ := range "hopdbsjexra" {
 		if !strings.Contains(string(doc), "| `"+string(typ)+"` |") {
 			t.Errorf("PROTOCOL.md has no table row for record type %c", typ)
 		}

@@ -224,7 +224,7 @@ func TestAppendJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `h 0 {"protocol":1,"shim":"v1.2.3","max_record":16384,"pid":1,"shell":"/bin/sh","tty":false,"replay":"memory","replay_bytes":4194304}` + "\n"
+	want := `h 0 {"protocol":2,"shim":"v1.2.3","max_record":16384,"pid":1,"shell":"/bin/sh","tty":false,"replay":"memory","replay_bytes":4194304}` + "\n"
 	if string(dst) != want {
 		t.Fatalf("hello record\n got %s\nwant %s", dst, want)
 	}
@@ -318,7 +318,7 @@ func TestAppendUnsequenced(t *testing.T) {
 }
 
 func TestTypes(t *testing.T) {
-	known := "hopbsjexra"
+	known := "hopdbsjexra"
 	for b := 0; b < 256; b++ {
 		typ := Type(b)
 		if got, want := typ.Known(), strings.IndexByte(known, byte(b)) >= 0; got != want {
@@ -327,7 +327,7 @@ func TestTypes(t *testing.T) {
 		if got, want := typ.Sequenced(), typ != TypeResumed && typ != TypeAlive; got != want {
 			t.Errorf("Type(%q).Sequenced() = %v", byte(b), got)
 		}
-		if got, want := typ.IsOutput(), typ == TypeOutput || typ == TypePartial; got != want {
+		if got, want := typ.IsOutput(), typ == TypeOutput || typ == TypePartial || typ == TypeBlock; got != want {
 			t.Errorf("Type(%q).IsOutput() = %v", byte(b), got)
 		}
 	}

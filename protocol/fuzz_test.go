@@ -18,6 +18,7 @@ func recordSeeds() []string {
 	valid, _ = enc.AppendJSON(valid, TypeHello, Hello{Protocol: Version, Shim: "dev", MaxRecord: MaxRecord, PID: 1, Shell: "/bin/bash", Replay: "file"})
 	valid, _ = enc.AppendJSON(valid, TypeBegin, Begin{Script: "/s/a.sh", Phase: "script", Job: "j"})
 	valid = enc.AppendOutput(valid, []byte("out \\ \r \x00 \xff é\nmore"))
+	valid = enc.AppendBlocks(valid, []byte("raw \\ \r \x00\n\xff é\nd 0 3\n"))
 	valid, _ = enc.AppendJSON(valid, TypeStatus, Status{Script: "/s/a.sh", CommandExitCode: 130, Signal: "SIGINT", DurationMS: 5})
 	valid, _ = enc.AppendJSON(valid, TypeJob, JobDone{ExitCode: 130, FailedScript: "/s/a.sh", Job: "j"})
 	valid, _ = enc.AppendJSON(valid, TypeError, ErrorRecord{Error: "bad", Input: "x"})
@@ -28,6 +29,7 @@ func recordSeeds() []string {
 		"", "\n", "o 0 \n", "p 0 x\n", "o 01 x\n", "z 0 {}\n", "r 0 {}\n", "s - {}\n",
 		`o 0 \x` + "\n", `o 0 \q` + "\n", `o 0 \xFF\x00\\\r` + "\n", "o 9223372036854775807 x\n",
 		"o 9223372036854775808 x\n", "s 0 []\n", "s 0 {\n}\n", "o 0 a\no 6 b\n",
+		"d 0 1\nx\n", "d 0 0\n\n", "d 0 01\nx\n", "d 0 16379\n", "d 0 16380\n", "d - 1\nx\n", "d 0 x\n", "d 0 2\nx\n",
 	}
 	for _, line := range bytes.SplitAfter(valid, []byte("\n")) {
 		if len(line) > 0 {
@@ -51,7 +53,18 @@ func FuzzParse(f *testing.F) {
 		}
 		// A record that parses is one line within the limit, of a known
 		// type, and the sequence rule holds.
-		if len(line) > MaxRecord || bytes.IndexByte(line, '\n') != len(line)-1 || rec.Size != len(line) {
+		if len(line) > MaxRecord || bytes.IndexByte(line, '\n') != len(line)-1 {
+			t.Fatalf("accepted %q (size %d)", line, rec.Size)
+		}
+		if rec.Type == TypeBlock {
+			// A block's line is its header: the record is longer, by a
+			// payload of at least one byte and a newline.
+			if rec.Payload != nil || rec.Size < len(line)+2 || rec.Size > MaxRecord {
+				t.Fatalf("block header %q: size %d, payload %q", line, rec.Size, rec.Payload)
+			}
+			return
+		}
+		if rec.Size != len(line) {
 			t.Fatalf("accepted %q (size %d)", line, rec.Size)
 		}
 		if !rec.Type.Known() || rec.Type.Sequenced() != (rec.Seq >= 0) {

@@ -1,7 +1,8 @@
 // Package protocol is Tether's wire format between tether-shim and its client.
 //
 // The shim writes a stream of records to its stdout; each record is one line
-// ("TYPE SEQ PAYLOAD\n"), at most MaxRecord bytes. The client writes commands
+// ("TYPE SEQ PAYLOAD\n"), or a block of raw output ("d SEQ LEN\n", LEN
+// bytes, "\n"), at most MaxRecord bytes. The client writes commands
 // to the shim's stdin, one per line. PROTOCOL.md beside this file is the full
 // specification; this package is its only implementation, shared by both
 // programs.
@@ -9,9 +10,14 @@ package protocol
 
 import "fmt"
 
-// Version is the protocol version this package speaks. A hello record with a
-// different version is rejected by the client.
-const Version = 1
+// Version is the protocol version this package speaks (version 2 added
+// TypeBlock). A client accepts a hello record of a version from
+// MinVersion to Version and rejects any other.
+const Version = 2
+
+// MinVersion is the oldest protocol version this package still reads:
+// version 1 is version 2 without TypeBlock.
+const MinVersion = 1
 
 // MaxRecord is the largest record in bytes, including its trailing newline.
 // containerd writes a log line at every newline or 16 KiB, so records of this
@@ -27,6 +33,7 @@ const (
 	TypeHello   Type = 'h' // handshake, always the record at offset 0 (JSON Hello)
 	TypeOutput  Type = 'o' // a complete line of script output; the record's newline is the line's
 	TypePartial Type = 'p' // script output without a newline: a partial line or a piece of a long one
+	TypeBlock   Type = 'd' // raw script output: "d SEQ LEN\n", LEN bytes as the script wrote them, "\n"
 	TypeBegin   Type = 'b' // a script is starting (JSON Begin)
 	TypeStatus  Type = 's' // a script finished (JSON Status)
 	TypeJob     Type = 'j' // a job finished (JSON JobDone)
@@ -47,7 +54,7 @@ func (t Type) Sequenced() bool { return t != TypeResumed && t != TypeAlive }
 // Known reports whether t is a record type of this protocol version.
 func (t Type) Known() bool {
 	switch t {
-	case TypeHello, TypeOutput, TypePartial, TypeBegin, TypeStatus, TypeJob,
+	case TypeHello, TypeOutput, TypePartial, TypeBlock, TypeBegin, TypeStatus, TypeJob,
 		TypeError, TypeExit, TypeResumed, TypeAlive:
 		return true
 	}
@@ -55,7 +62,7 @@ func (t Type) Known() bool {
 }
 
 // IsOutput reports whether records of type t carry script output bytes.
-func (t Type) IsOutput() bool { return t == TypeOutput || t == TypePartial }
+func (t Type) IsOutput() bool { return t == TypeOutput || t == TypePartial || t == TypeBlock }
 
 func (t Type) String() string {
 	if t >= 0x21 && t < 0x7f {
@@ -70,7 +77,7 @@ type Record struct {
 	Type Type
 	// Seq is the record's byte offset in the record stream, or Unsequenced.
 	Seq int64
-	// Size is the record's encoded length including its newline; the next
+	// Size is the record's encoded length including its (final) newline; the next
 	// sequenced record starts at Seq+Size.
 	Size int
 	// Payload is the decoded payload: the exact output bytes for output

@@ -104,6 +104,15 @@ func checkStream(t testing.TB, stream []byte, first int64) []Record {
 		if err != nil {
 			t.Fatalf("record at offset %d: %v", next, err)
 		}
+		if rec.Type == TypeBlock {
+			// The header line was checked; the payload is raw bytes and
+			// the block's final newline.
+			n := rec.Size - len(line)
+			if len(rest) < n || rest[n-1] != '\n' {
+				t.Fatalf("block at offset %d: %d bytes follow its header, want %d ending in a newline", next, len(rest), n)
+			}
+			rec.Payload, rest = rest[:n-1], rest[n:]
+		}
 		if rec.Type.Sequenced() {
 			if rec.Seq != next {
 				t.Fatalf("record %s has Seq %d, want %d (previous Seq+Size)", rec.Type, rec.Seq, next)

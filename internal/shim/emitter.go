@@ -35,16 +35,23 @@ type emitter struct {
 	// they go out at the front of the next write.
 	held []byte
 	err  error // first write error; the stream is unusable after it
-	log  *slog.Logger
+	// outPipe is stdout when it is a pipe (pipeOut): script output can
+	// then go to it as block records by tee(2) (see Blocks).
+	outPipe rawPipe
+	pipeOut bool
+	stage   *stage // created by the first Blocks
+	log     *slog.Logger
 	// failed is closed on the first write error so the shim can stop.
 	failed chan struct{}
 }
 
 func newEmitter(out io.Writer, store replayStore, log *slog.Logger) *emitter {
+	e := &emitter{out: out, enc: protocol.NewEncoder(), store: store, log: log, failed: make(chan struct{})}
 	if f, ok := out.(*os.File); ok {
 		growPipe(f) // stdout is a pipe (containerd's FIFO, the local backend's pipe)
+		e.outPipe, e.pipeOut = pipeOf(f)
 	}
-	return &emitter{out: out, enc: protocol.NewEncoder(), store: store, log: log, failed: make(chan struct{})}
+	return e
 }
 
 // write stores and sends b, which holds sequenced records when sequenced
@@ -198,5 +205,9 @@ func (e *emitter) Close(x protocol.Exit) {
 	e.write(e.buf, true) // the held records, at least
 	if e.err == nil {
 		e.err = errClosed
+	}
+	if e.stage != nil {
+		e.stage.close()
+		e.stage = nil
 	}
 }

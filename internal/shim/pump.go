@@ -3,6 +3,7 @@ package shim
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"syscall"
@@ -59,7 +60,10 @@ func growPipe(f *os.File) {
 // (the cap for a writer that never stops mid-line) or until it grew to
 // flushSize. Complete lines never wait. With masked values, output passes
 // through a maskStream first (see mask.go). Once a read fills the buffer, the
-// buffer and the pipe grow for the rest of the output.
+// buffer and the pipe grow for the rest of the output. When at least
+// blockMin bytes wait in the pipe (and nothing is held, and no value is
+// masked), they go out as block records that never pass through the shim's
+// memory (emitter.Blocks).
 func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
 	emit := em.Output
 	if masked != nil {
@@ -73,6 +77,8 @@ func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
 	deadlines := f.SetReadDeadline(time.Time{}) == nil
 	deadlineSet := false
 	waiting := pendingBytes(f)
+	src, blocks := pipeOf(f)
+	blocks = blocks && masked == nil && deadlines
 	for {
 		if deadlines {
 			switch {
@@ -84,7 +90,21 @@ func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
 				deadlineSet = false
 			}
 		}
-		n, err := f.Read(buf[held:])
+		var n int
+		var err error
+		if blocks && held == 0 {
+			var bulk int
+			n, bulk, err = readOrMeasure(src, buf)
+			if bulk > 0 {
+				if em.Blocks(src, bulk) {
+					continue
+				}
+				blocks = false // stdout is not a pipe: read from now on
+				continue
+			}
+		} else {
+			n, err = f.Read(buf[held:])
+		}
 		if held+n == len(buf) && len(buf) < pumpBigBufSize {
 			growPipe(f)
 			buf = append(buf, make([]byte, pumpBigBufSize-len(buf))...)
@@ -156,4 +176,39 @@ func pendingBytes(f *os.File) func() int {
 		}
 		return int(n)
 	}
+}
+
+// readOrMeasure waits until the pipe src is readable, then either reports
+// that at least blockMin bytes wait in it (bulk, nothing read) or reads
+// into buf as os.File.Read would (n, io.EOF at the end, the deadline's
+// error once it passed).
+func readOrMeasure(src rawPipe, buf []byte) (n, bulk int, err error) {
+	var rerr error
+	werr := src.rc.Read(func(fd uintptr) bool {
+		var waiting int32
+		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&waiting))); e == 0 && waiting >= blockMin {
+			bulk = int(waiting)
+			return true
+		}
+		for {
+			n, rerr = syscall.Read(int(fd), buf)
+			if !errors.Is(rerr, syscall.EINTR) {
+				break
+			}
+		}
+		return !errors.Is(rerr, syscall.EAGAIN)
+	})
+	switch {
+	case errors.Is(werr, os.ErrDeadlineExceeded):
+		return 0, 0, werr
+	case werr != nil:
+		return 0, 0, fmt.Errorf("%w: %w", os.ErrClosed, werr) // the only other way a wait ends
+	case bulk > 0:
+		return 0, bulk, nil
+	case rerr != nil:
+		return 0, 0, os.NewSyscallError("read", rerr)
+	case n == 0:
+		return 0, 0, io.EOF
+	}
+	return n, 0, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // replayStore keeps the sequenced record stream so a client that lost its
@@ -15,6 +16,9 @@ type replayStore interface {
 	// Append adds whole records b, which continue the stream where the
 	// previous Append ended (the first starts at offset 0).
 	Append(b []byte) error
+	// AppendFrom takes the next n bytes out of the pipe fd (they are
+	// waiting there) and adds them to the stream, as Append would.
+	AppendFrom(fd, n int) error
 	// Oldest returns the oldest stream offset still retained.
 	Oldest() int64
 	// CopyRange writes the stored stream bytes [from, to) to w.
@@ -32,6 +36,7 @@ type memoryStore struct {
 	ring  []byte
 	start int64 // stream offset of the oldest retained byte
 	end   int64 // stream offset after the newest byte
+	null  int   // /dev/null, opened to drop output when max is 0
 }
 
 func newMemoryStore(max int64) *memoryStore {
@@ -40,7 +45,12 @@ func newMemoryStore(max int64) *memoryStore {
 
 func (m *memoryStore) Kind() string  { return "memory" }
 func (m *memoryStore) Oldest() int64 { return m.start }
-func (m *memoryStore) Close() error  { return nil }
+func (m *memoryStore) Close() error {
+	if m.null > 0 {
+		return syscall.Close(m.null)
+	}
+	return nil
+}
 
 func (m *memoryStore) Append(b []byte) error {
 	if m.max <= 0 {
@@ -62,6 +72,72 @@ func (m *memoryStore) Append(b []byte) error {
 	}
 	if m.end-m.start > size {
 		m.start = m.end - size
+	}
+	return nil
+}
+
+func (m *memoryStore) AppendFrom(fd, n int) error {
+	if m.max <= 0 {
+		m.end += int64(n)
+		m.start = m.end
+		return spliceToNull(fd, n, &m.null)
+	}
+	if int64(n) > m.max {
+		// Only the last m.max bytes can stay: drop the rest first.
+		drop := n - int(m.max)
+		if err := discardFrom(fd, drop, func(b []byte) { m.end += int64(len(b)) }); err != nil {
+			return err
+		}
+		m.start = m.end
+		n -= drop
+	}
+	m.grow(m.end - m.start + int64(n))
+	size := int64(len(m.ring))
+	for n > 0 {
+		pos := m.end % size
+		chunk := m.ring[pos:min(size, pos+int64(n))]
+		k, err := readWaiting(fd, chunk)
+		if err != nil {
+			return err
+		}
+		m.end += int64(k)
+		n -= k
+	}
+	if m.end-m.start > size {
+		m.start = m.end - size
+	}
+	return nil
+}
+
+// readWaiting reads into b from the pipe fd, whose bytes are already
+// waiting there: a short read is the caller's to repeat, but no bytes at all
+// is an error.
+func readWaiting(fd int, b []byte) (int, error) {
+	for {
+		k, err := syscall.Read(fd, b)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("read script output into the replay store: %w", err)
+		case k <= 0:
+			return 0, fmt.Errorf("read script output into the replay store: the pipe holds fewer than the %d bytes it held", len(b))
+		}
+		return k, nil
+	}
+}
+
+// discardFrom reads n waiting bytes out of the pipe fd, handing each piece to
+// seen.
+func discardFrom(fd, n int, seen func([]byte)) error {
+	var buf [16 << 10]byte
+	for n > 0 {
+		k, err := readWaiting(fd, buf[:min(n, len(buf))])
+		if err != nil {
+			return err
+		}
+		seen(buf[:k])
+		n -= k
 	}
 	return nil
 }
@@ -139,6 +215,33 @@ func (s *fileStore) Append(b []byte) error {
 	return nil
 }
 
+func (s *fileStore) AppendFrom(fd, n int) error {
+	var out int
+	_ = withFd(s.f, func(u uintptr) { out = int(u) })
+	for n > 0 {
+		k, err := syscall.Splice(fd, nil, out, &s.end, n, 0)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return fmt.Errorf("write spool file (splice): %w", err)
+		case k <= 0:
+			return fmt.Errorf("write spool file (splice): no progress with %d bytes waiting", n)
+		}
+		n -= int(k)
+	}
+	return nil
+}
+
+// withFd runs f with the file descriptor of file.
+func withFd(file *os.File, f func(fd uintptr)) error {
+	rc, err := file.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(f)
+}
+
 func (s *fileStore) CopyRange(w io.Writer, from, to int64) error {
 	if from < 0 || to > s.end || from > to {
 		return fmt.Errorf("replay range [%d, %d) outside stored [0, %d)", from, to, s.end)
@@ -148,4 +251,29 @@ func (s *fileStore) CopyRange(w io.Writer, from, to int64) error {
 		err = nil
 	}
 	return err
+}
+
+// spliceToNull drops n waiting bytes from the pipe fd without copying
+// them, opening /dev/null into *null the first time.
+func spliceToNull(fd, n int, null *int) error {
+	if *null <= 0 {
+		f, err := syscall.Open(os.DevNull, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("drop script output: %w", os.NewSyscallError("open "+os.DevNull, err))
+		}
+		*null = f
+	}
+	for n > 0 {
+		k, err := syscall.Splice(fd, nil, *null, nil, n, 0)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return fmt.Errorf("drop script output: %w", os.NewSyscallError("splice", err))
+		case k <= 0:
+			return errors.New("drop script output: the pipe holds fewer bytes than it reported")
+		}
+		n -= int(k)
+	}
+	return nil
 }

@@ -1,0 +1,236 @@
+package shim
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// blockMin is the least output waiting in the script's pipe that is sent
+// as block records (see emitter.Blocks) rather than read and escaped:
+// bulk output moves without passing through the shim's memory, while a
+// script that prints a line at a time keeps the readable o and p records.
+const blockMin = 4 * 1024
+
+// stageBlocks is how many block records are staged before they go to
+// stdout together. With their headers they take at most 6 of the staging
+// pipe's 256 page slots each (a payload spans at most 5 pages).
+const stageBlocks = 32
+
+// rawPipe is the file descriptor of a pipe the shim reads or writes with
+// tee(2) and splice(2), with the runtime's poller behind it.
+type rawPipe struct {
+	fd int
+	rc syscall.RawConn
+}
+
+// pipeOf returns f as a rawPipe, or false when f is not a pipe (a pty, a
+// regular file, a terminal): tee and splice need pipes.
+func pipeOf(f *os.File) (rawPipe, bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return rawPipe{}, false
+	}
+	var fd int
+	var isPipe bool
+	_ = rc.Control(func(u uintptr) {
+		var st syscall.Stat_t
+		fd = int(u)
+		isPipe = syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO
+	})
+	return rawPipe{fd: fd, rc: rc}, isPipe
+}
+
+// stage is a private pipe where block records are put together (headers
+// written, payloads moved in from the script's pipe by splice(2), no copy)
+// before they go to stdout in one tee(2) and into the replay store: the
+// client is woken once per batch instead of twice per record, and the
+// script's pipe is locked only to move pages out of it. Its ends are
+// non-blocking: the shim is its only reader, so it must never wait on it.
+type stage struct {
+	r, w int
+	n    int // bytes in the pipe
+}
+
+func newStage() (*stage, error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+		return nil, os.NewSyscallError("pipe2", err)
+	}
+	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, uintptr(p[1]), fSetPipeSz, pipeSize)
+	return &stage{r: p[0], w: p[1]}, nil
+}
+
+func (s *stage) close() {
+	syscall.Close(s.r)
+	syscall.Close(s.w)
+}
+
+// Blocks sends the n bytes waiting in the pipe src (a script's output) as
+// block records, staged (see stage) and sent to stdout and the replay store
+// without passing through the shim's memory. It returns false, having sent
+// nothing, when that is not possible (stdout is not a pipe, or the stream
+// failed): the caller then reads the bytes itself. Only bytes already
+// waiting may be asked for.
+func (e *emitter) Blocks(src rawPipe, n int) bool {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.pipeOut || e.err != nil {
+		return false
+	}
+	if e.stage == nil {
+		st, err := newStage()
+		if err != nil {
+			e.log.Warn("cannot stage block records; reading script output instead", "err", err)
+			e.pipeOut = false
+			return false
+		}
+		e.stage = st
+	}
+	if err := e.blocks(src, n); err != nil {
+		e.fail(err)
+	}
+	return true
+}
+
+// blocks stages and sends n bytes of src as block records. Called with mu
+// held.
+func (e *emitter) blocks(src rawPipe, n int) error {
+	hdr := e.start() // the held records go first
+	staged := 0
+	for n > 0 {
+		size := min(n, e.enc.MaxBlock())
+		hdr = e.enc.AppendBlockHeader(hdr, size)
+		if err := e.stageBytes(hdr); err != nil {
+			return err
+		}
+		if err := e.stageFrom(src, size); err != nil {
+			return err
+		}
+		n -= size
+		hdr = append(e.buf[:0], '\n') // the block's end, with the next header
+		if staged++; staged == stageBlocks {
+			if err := e.stageBytes(hdr); err != nil {
+				return err
+			}
+			hdr = hdr[:0]
+			if err := e.sendStage(); err != nil {
+				return err
+			}
+			staged = 0
+		}
+	}
+	if err := e.stageBytes(hdr); err != nil {
+		return err
+	}
+	e.buf = hdr[:0]
+	return e.sendStage()
+}
+
+// stageBytes writes b to the staging pipe, sending what it holds first if
+// it is full.
+func (e *emitter) stageBytes(b []byte) error {
+	st := e.stage
+	for len(b) > 0 {
+		k, err := syscall.Write(st.w, b)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			if err := e.sendStage(); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("stage records: %w", os.NewSyscallError("write", err))
+		}
+		st.n += k
+		b = b[k:]
+	}
+	return nil
+}
+
+// stageFrom moves n bytes waiting in src into the staging pipe, sending
+// what it holds first whenever it is full.
+func (e *emitter) stageFrom(src rawPipe, n int) error {
+	st := e.stage
+	for n > 0 {
+		k, err := syscall.Splice(src.fd, nil, st.w, nil, n, spliceNonblock)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			if st.n == 0 {
+				return errors.New("stage script output: the script's pipe holds fewer bytes than it reported")
+			}
+			if err := e.sendStage(); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("stage script output: %w", os.NewSyscallError("splice", err))
+		case k <= 0:
+			return errors.New("stage script output: the script's pipe holds fewer bytes than it reported")
+		}
+		st.n += int(k)
+		n -= int(k)
+	}
+	return nil
+}
+
+// spliceNonblock is SPLICE_F_NONBLOCK.
+const spliceNonblock = 0x2
+
+// sendStage duplicates what the staging pipe holds into stdout (tee(2))
+// and moves it into the replay store, emptying it.
+//
+// The kernel makes tee non-blocking because the staging pipe is, so a full
+// stdout is waited for here, as a blocking write would.
+func (e *emitter) sendStage() error {
+	st := e.stage
+	for st.n > 0 {
+		k, err := syscall.Tee(st.r, e.outPipe.fd, st.n, 0)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			if err := waitWritable(e.outPipe.fd); err != nil {
+				return fmt.Errorf("write records to stdout: %w", err)
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("write records to stdout (tee): %w", err)
+		case k <= 0:
+			return fmt.Errorf("write records to stdout (tee): no progress with %d bytes staged", st.n)
+		}
+		if err := e.store.AppendFrom(st.r, int(k)); err != nil {
+			return err
+		}
+		st.n -= int(k)
+	}
+	return nil
+}
+
+// waitWritable blocks until the pipe fd has room (or its reader is gone,
+// which the next write reports).
+func waitWritable(fd int) error {
+	const pollOut = 0x4 // POLLOUT
+	pfd := struct {
+		fd             int32
+		events, revent int16
+	}{fd: int32(fd), events: pollOut}
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, 0, 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return os.NewSyscallError("ppoll", e)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,103 @@
+package shim_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// Bulk output moves as block records (the kernel tees it from the script's
+// pipe to stdout), byte-exact, every record within the limit, and a replay
+// from the middle of the blocks or from 0 is byte-identical to what was
+// sent, from memory and from the spool file (both filled by splice).
+func TestBulkOutputMovesAsBlocks(t *testing.T) {
+	for _, args := range [][]string{nil, {"--spool-dir", "SPOOL"}} {
+		t.Run(strings.Join(args, "="), func(t *testing.T) {
+			dir := t.TempDir()
+			for i := range args {
+				args[i] = strings.ReplaceAll(args[i], "SPOOL", filepath.Join(dir, "spool"))
+			}
+			data := make([]byte, 2<<20)
+			rand.Read(data)
+			bin := filepath.Join(dir, "random.bin")
+			if err := os.WriteFile(bin, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s := script(t, dir, "cat.sh", "echo before\ncat "+bin+"\nprintf 'after'\n")
+			p := startShim(t, args)
+			p.send(run(s))
+			p.waitStatus(s, 30*time.Second)
+			want := append(append([]byte("before\n"), data...), "after"...)
+			if got := p.output(); !bytes.Equal(got, want) {
+				t.Fatalf("output differs: got %d bytes, want %d", len(got), len(want))
+			}
+			p.mu.Lock()
+			inBlocks, blocks := 0, 0
+			var mid rec
+			for _, r := range p.records {
+				if r.Size > protocol.MaxRecord {
+					t.Errorf("record of %d bytes", r.Size)
+				}
+				if r.Type == protocol.TypeBlock {
+					inBlocks += len(r.Payload)
+					if blocks++; blocks == 20 {
+						mid = r
+					}
+				}
+			}
+			original := bytes.Clone(p.raw.Bytes())
+			p.mu.Unlock()
+			if inBlocks < len(data)/2 {
+				t.Fatalf("only %d of %d bytes of bulk output came in %d block records", inBlocks, len(data), blocks)
+			}
+			p.send(protocol.Command{Cmd: protocol.CmdResume, From: mid.Seq, Nonce: "r1"})
+			if got := p.replayAfter(t, "r1", len(original)-int(mid.Seq)); !bytes.Equal(got, original[mid.Seq:]) {
+				t.Fatal("replay from a block in the middle differs from the original stream")
+			}
+			p.send(protocol.Command{Cmd: protocol.CmdResume, From: 0, Nonce: "r2"})
+			if got := p.replayAfter(t, "r2", len(original)); !bytes.Equal(got, original) {
+				t.Fatal("replay from 0 differs from the original stream")
+			}
+		})
+	}
+}
+
+// Output that must pass through the shim's memory never comes as blocks:
+// under a pseudo-terminal, and with masked values (a block would carry the
+// secret as the script printed it).
+func TestBlocksOnlyForPlainPipes(t *testing.T) {
+	dir := t.TempDir()
+	secret := "hunter2-secret-value"
+	s := script(t, dir, "bulk.sh", "i=0; while [ $i -lt 3000 ]; do echo \"line $i $MY_SECRET\"; i=$((i+1)); done\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  []string
+	}{
+		{name: "tty", args: []string{"--tty"}},
+		{name: "masked", args: []string{"--mask-env", "MY_SECRET"}, env: []string{"MY_SECRET=" + secret}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startShim(t, tc.args, func(c *exec.Cmd) { c.Env = append(c.Env, tc.env...) })
+			p.send(run(s))
+			p.waitStatus(s, 30*time.Second)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			for _, r := range p.records {
+				if r.Type == protocol.TypeBlock {
+					t.Fatalf("a block record (%d bytes) with %s", len(r.Payload), tc.args)
+				}
+			}
+			if bytes.Contains(p.raw.Bytes(), []byte(secret)) {
+				t.Fatal("the masked value reached stdout")
+			}
+		})
+	}
+}
