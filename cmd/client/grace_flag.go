@@ -33,11 +33,11 @@ func (g *graceFlag) Set(s string) error {
 	case err != nil:
 		return errors.New("want whole seconds (30) or a duration (30s, 2m)")
 	case d < time.Second:
-		return fmt.Errorf("%s: want at least 1s (Kubernetes removes a pod with a grace of 0 before its containers stop)", s)
+		return errors.New("want at least 1s (Kubernetes removes a pod with a grace of 0 before its containers stop)")
 	case d%time.Second != 0:
-		return fmt.Errorf("%s: want whole seconds (Kubernetes counts the grace in seconds)", s)
+		return errors.New("want whole seconds (Kubernetes counts the grace in seconds)")
 	case d > maxGrace:
-		return fmt.Errorf("%s: want at most %s", s, maxGrace)
+		return fmt.Errorf("want at most %s", maxGrace)
 	}
 	*g = graceFlag(d)
 	return nil
