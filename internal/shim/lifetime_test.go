@@ -244,3 +244,38 @@ func TestDeadlineWithoutAfterBudget(t *testing.T) {
 		t.Fatalf("exit %d output %q: want 124 and no after-script", code, p.output())
 	}
 }
+
+// A job's own timeout (timeout_ms) stops its running script in a real
+// shim and skips the rest, after-scripts included; the job record follows
+// and the shim goes on serving.
+func TestJobTimeoutStopsTheJob(t *testing.T) {
+	dir := t.TempDir()
+	long := script(t, dir, "long.sh", "echo started; sleep 30; echo never\n")
+	after := script(t, dir, "after.sh", "echo after-ran\n")
+	next := script(t, dir, "next.sh", "echo next-ran\n")
+	p := startShim(t, []string{"--grace", "2s"})
+	p.send(protocol.Command{Cmd: protocol.CmdJob, ID: "t", Scripts: []string{long}, After: []string{after}, TimeoutMS: 500})
+	p.send(protocol.Command{Cmd: protocol.CmdJob, ID: "n", Scripts: []string{next}})
+	p.send(protocol.Command{Cmd: protocol.CmdExit})
+	code, x := p.waitExit(20 * time.Second)
+	if code != 0 || x.Reason != protocol.ReasonExitCommand {
+		t.Fatalf("exit %d %+v, want 0 (the last job's) after the exit command", code, x)
+	}
+	if st := p.waitStatus(long, time.Second); st.CommandExitCode != 143 || !strings.HasPrefix(st.Error, protocol.JobTimeoutReason) {
+		t.Fatalf("status %+v, want 143 with the job timeout as reason", st)
+	}
+	if out := string(p.output()); out != "started\nnext-ran\n" {
+		t.Fatalf("output %q, want the stopped script's start and the next job's output only", out)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var jobs []string
+	for _, r := range p.records {
+		if r.Type == protocol.TypeJob {
+			jobs = append(jobs, string(r.Payload))
+		}
+	}
+	if len(jobs) != 2 || !strings.Contains(jobs[0], `"exit_code":143`) || !strings.Contains(jobs[0], `"cancelled":false`) {
+		t.Fatalf("job records %q, want the timed-out job's (143, not cancelled) and the next one's", jobs)
+	}
+}
