@@ -51,21 +51,43 @@ func pipeOf(f *os.File) (rawPipe, bool) {
 // non-blocking: the shim is its only reader, so it must never wait on it.
 type stage struct {
 	r, w int
-	n    int // bytes in the pipe
+	n    int      // bytes in the pipe
+	in   pipeEnds // the intake: a batch taken out of the script's pipe
+}
+
+// pipeEnds are the two ends of a pipe the shim made for itself.
+type pipeEnds struct{ r, w int }
+
+func newPipe() (pipeEnds, error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+		return pipeEnds{}, os.NewSyscallError("pipe2", err)
+	}
+	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, uintptr(p[1]), fSetPipeSz, pipeSize)
+	return pipeEnds{r: p[0], w: p[1]}, nil
+}
+
+func (p pipeEnds) close() {
+	syscall.Close(p.r)
+	syscall.Close(p.w)
 }
 
 func newStage() (*stage, error) {
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
-		return nil, os.NewSyscallError("pipe2", err)
+	out, err := newPipe()
+	if err != nil {
+		return nil, err
 	}
-	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, uintptr(p[1]), fSetPipeSz, pipeSize)
-	return &stage{r: p[0], w: p[1]}, nil
+	in, err := newPipe()
+	if err != nil {
+		out.close()
+		return nil, err
+	}
+	return &stage{r: out.r, w: out.w, in: in}, nil
 }
 
 func (s *stage) close() {
-	syscall.Close(s.r)
-	syscall.Close(s.w)
+	pipeEnds{s.r, s.w}.close()
+	s.in.close()
 }
 
 // Blocks sends the n bytes waiting in the pipe src (a script's output) as
@@ -97,38 +119,59 @@ func (e *emitter) Blocks(src rawPipe, n int) bool {
 	return true
 }
 
-// blocks stages and sends n bytes of src as block records. Called with mu
-// held.
+// blocks stages and sends n bytes of src as block records, a batch at a
+// time. Called with mu held.
 func (e *emitter) blocks(src rawPipe, n int) error {
 	hdr := e.start() // the held records go first
-	staged := 0
+	st := e.stage
 	for n > 0 {
-		size := min(n, e.enc.MaxBlock())
-		hdr = e.enc.AppendBlockHeader(hdr, size)
-		if err := e.stageBytes(hdr); err != nil {
+		// One splice takes the batch out of the script's pipe, whose lock
+		// the script's own writes contend for; the blocks are cut from the
+		// intake pipe, which nobody else touches.
+		k, err := spliceWaiting(src.fd, st.in.w, min(n, stageBlocks*e.enc.MaxBlock()))
+		if err != nil {
 			return err
 		}
-		if err := e.stageFrom(src, size); err != nil {
-			return err
-		}
-		n -= size
-		hdr = append(e.buf[:0], '\n') // the block's end, with the next header
-		if staged++; staged == stageBlocks {
+		n -= k
+		for k > 0 {
+			size := min(k, e.enc.MaxBlock())
+			hdr = e.enc.AppendBlockHeader(hdr, size)
 			if err := e.stageBytes(hdr); err != nil {
 				return err
 			}
-			hdr = hdr[:0]
-			if err := e.sendStage(); err != nil {
+			if err := e.stageFrom(st.in.r, size); err != nil {
 				return err
 			}
-			staged = 0
+			k -= size
+			hdr = append(e.buf[:0], '\n') // the block's end, with the next header
+		}
+		if err := e.stageBytes(hdr); err != nil {
+			return err
+		}
+		hdr = hdr[:0]
+		if err := e.sendStage(); err != nil {
+			return err
 		}
 	}
-	if err := e.stageBytes(hdr); err != nil {
-		return err
+	e.buf = hdr
+	return nil
+}
+
+// spliceWaiting moves up to n bytes waiting in the pipe from into the empty
+// pipe to, as many as fit, and returns how many it moved (at least one).
+func spliceWaiting(from, to, n int) (int, error) {
+	for {
+		k, err := syscall.Splice(from, nil, to, nil, n, spliceNonblock)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("take script output: %w", os.NewSyscallError("splice", err))
+		case k <= 0:
+			return 0, errors.New("take script output: the script's pipe holds fewer bytes than it reported")
+		}
+		return int(k), nil
 	}
-	e.buf = hdr[:0]
-	return e.sendStage()
 }
 
 // stageBytes writes b to the staging pipe, sending what it holds first if
@@ -154,18 +197,18 @@ func (e *emitter) stageBytes(b []byte) error {
 	return nil
 }
 
-// stageFrom moves n bytes waiting in src into the staging pipe, sending
-// what it holds first whenever it is full.
-func (e *emitter) stageFrom(src rawPipe, n int) error {
+// stageFrom moves n bytes waiting in the pipe from into the staging pipe,
+// sending what it holds first whenever it is full.
+func (e *emitter) stageFrom(from, n int) error {
 	st := e.stage
 	for n > 0 {
-		k, err := syscall.Splice(src.fd, nil, st.w, nil, n, spliceNonblock)
+		k, err := syscall.Splice(from, nil, st.w, nil, n, spliceNonblock)
 		switch {
 		case errors.Is(err, syscall.EINTR):
 			continue
 		case errors.Is(err, syscall.EAGAIN):
 			if st.n == 0 {
-				return errors.New("stage script output: the script's pipe holds fewer bytes than it reported")
+				return errors.New("stage script output: the intake pipe holds fewer bytes than it should")
 			}
 			if err := e.sendStage(); err != nil {
 				return err
@@ -174,7 +217,7 @@ func (e *emitter) stageFrom(src rawPipe, n int) error {
 		case err != nil:
 			return fmt.Errorf("stage script output: %w", os.NewSyscallError("splice", err))
 		case k <= 0:
-			return errors.New("stage script output: the script's pipe holds fewer bytes than it reported")
+			return errors.New("stage script output: the intake pipe holds fewer bytes than it should")
 		}
 		st.n += int(k)
 		n -= int(k)

@@ -29,6 +29,21 @@ type replayStore interface {
 	Close() error
 }
 
+// newReplayStore returns the store cfg asks for: the spool file with
+// --spool-dir, else the memory window, in pipes where the user's pipe
+// limits allow (pipeStore), else in the heap (memoryStore).
+func newReplayStore(cfg *Config) (replayStore, error) {
+	if cfg.SpoolDir != "" {
+		return newFileStore(cfg.SpoolDir)
+	}
+	if cfg.ReplayBytes > 0 {
+		if ps, ok := newPipeStore(cfg.ReplayBytes); ok {
+			return ps, nil
+		}
+	}
+	return newMemoryStore(cfg.ReplayBytes), nil
+}
+
 // memoryStore keeps the last max bytes of the stream in a ring that grows
 // on demand, so an idle shim stays small.
 type memoryStore struct {

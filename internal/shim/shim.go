@@ -29,13 +29,9 @@ type Shim struct {
 // New prepares a shim writing records to stdout and diagnostics to log.
 // The reaper must already exist (it listens for SIGCHLD from creation).
 func New(cfg *Config, rp *reaper.Reaper, stdout io.Writer, log *slog.Logger) (*Shim, error) {
-	var store replayStore = newMemoryStore(cfg.ReplayBytes)
-	if cfg.SpoolDir != "" {
-		fs, err := newFileStore(cfg.SpoolDir)
-		if err != nil {
-			return nil, err
-		}
-		store = fs
+	store, err := newReplayStore(cfg)
+	if err != nil {
+		return nil, err
 	}
 	s := &Shim{cfg: cfg, log: log, store: store}
 	s.em = newEmitter(stdout, store, log)
