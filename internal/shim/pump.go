@@ -78,6 +78,7 @@ func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
 	deadlineSet := false
 	waiting := pendingBytes(f)
 	src, blocks := pipeOf(f)
+	grown := false
 	blocks = blocks && masked == nil && deadlines
 	for {
 		if deadlines {
@@ -96,6 +97,10 @@ func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
 			var bulk int
 			n, bulk, err = readOrMeasure(src, buf)
 			if bulk > 0 {
+				if !grown {
+					growPipe(f) // bulk output: fewer, bigger batches
+					grown = true
+				}
 				if em.Blocks(src, bulk) {
 					continue
 				}
