@@ -51,8 +51,10 @@ func pipeOf(f *os.File) (rawPipe, bool) {
 // non-blocking: the shim is its only reader, so it must never wait on it.
 type stage struct {
 	r, w int
-	n    int      // bytes in the pipe
-	in   pipeEnds // the intake: a batch taken out of the script's pipe
+	n    int        // bytes in the pipe
+	in   pipeEnds   // the intake: a batch taken out of the script's pipe
+	hdr  pipeEnds   // the header pipe: the batch's block headers
+	cuts []blockCut // the batch's blocks
 }
 
 // pipeEnds are the two ends of a pipe the shim made for itself.
@@ -82,12 +84,19 @@ func newStage() (*stage, error) {
 		out.close()
 		return nil, err
 	}
-	return &stage{r: out.r, w: out.w, in: in}, nil
+	hdr, err := newPipe()
+	if err != nil {
+		out.close()
+		in.close()
+		return nil, err
+	}
+	return &stage{r: out.r, w: out.w, in: in, hdr: hdr}, nil
 }
 
 func (s *stage) close() {
 	pipeEnds{s.r, s.w}.close()
 	s.in.close()
+	s.hdr.close()
 }
 
 // Blocks sends the n bytes waiting in the pipe src (a script's output) as
@@ -121,39 +130,72 @@ func (e *emitter) Blocks(src rawPipe, n int) bool {
 
 // blocks stages and sends n bytes of src as block records, a batch at a
 // time. Called with mu held.
+//
+// One splice takes the batch out of the script's pipe, whose lock the
+// script's own writes contend for; the blocks are cut from the intake pipe,
+// which nobody else touches. The batch's headers are written to the header
+// pipe in one write, where they share a page, and each is spliced into the
+// staging pipe in front of its payload: a header written to the staging
+// pipe itself would take a page of its own there.
 func (e *emitter) blocks(src rawPipe, n int) error {
-	hdr := e.start() // the held records go first
 	st := e.stage
+	hdrs := e.start() // the held records go first
 	for n > 0 {
-		// One splice takes the batch out of the script's pipe, whose lock
-		// the script's own writes contend for; the blocks are cut from the
-		// intake pipe, which nobody else touches.
 		k, err := spliceWaiting(src.fd, st.in.w, min(n, stageBlocks*e.enc.MaxBlock()))
 		if err != nil {
 			return err
 		}
 		n -= k
-		for k > 0 {
-			size := min(k, e.enc.MaxBlock())
-			hdr = e.enc.AppendBlockHeader(hdr, size)
-			if err := e.stageBytes(hdr); err != nil {
-				return err
-			}
-			if err := e.stageFrom(st.in.r, size); err != nil {
-				return err
-			}
-			k -= size
-			hdr = append(e.buf[:0], '\n') // the block's end, with the next header
+		st.cuts = st.cuts[:0]
+		cut := 0
+		for rest := k; rest > 0; {
+			size := min(rest, e.enc.MaxBlock())
+			hdrs = e.enc.AppendBlockHeader(hdrs, size)
+			st.cuts = append(st.cuts, blockCut{header: len(hdrs) - cut, payload: size})
+			cut = len(hdrs)
+			hdrs = append(hdrs, '\n') // the block's end, before the next header
+			rest -= size
 		}
-		if err := e.stageBytes(hdr); err != nil {
+		if err := writeAll(st.hdr.w, hdrs); err != nil {
 			return err
 		}
-		hdr = hdr[:0]
+		for _, c := range st.cuts {
+			if err := e.stageFrom(st.hdr.r, c.header); err != nil {
+				return err
+			}
+			if err := e.stageFrom(st.in.r, c.payload); err != nil {
+				return err
+			}
+		}
+		if err := e.stageFrom(st.hdr.r, 1); err != nil { // the last block's end
+			return err
+		}
 		if err := e.sendStage(); err != nil {
 			return err
 		}
+		hdrs = hdrs[:0]
 	}
-	e.buf = hdr
+	e.buf = hdrs
+	return nil
+}
+
+// blockCut is one block of a batch: its header's length in the header pipe
+// (with what precedes it there: the held records, or the previous block's
+// final newline) and its payload's in the intake pipe.
+type blockCut struct{ header, payload int }
+
+// writeAll writes b to the shim's own pipe fd, which has room for it.
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		k, err := syscall.Write(fd, b)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return fmt.Errorf("stage block headers: %w", os.NewSyscallError("write", err))
+		}
+		b = b[k:]
+	}
 	return nil
 }
 
@@ -174,29 +216,6 @@ func spliceWaiting(from, to, n int) (int, error) {
 	}
 }
 
-// stageBytes writes b to the staging pipe, sending what it holds first if
-// it is full.
-func (e *emitter) stageBytes(b []byte) error {
-	st := e.stage
-	for len(b) > 0 {
-		k, err := syscall.Write(st.w, b)
-		switch {
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case errors.Is(err, syscall.EAGAIN):
-			if err := e.sendStage(); err != nil {
-				return err
-			}
-			continue
-		case err != nil:
-			return fmt.Errorf("stage records: %w", os.NewSyscallError("write", err))
-		}
-		st.n += k
-		b = b[k:]
-	}
-	return nil
-}
-
 // stageFrom moves n bytes waiting in the pipe from into the staging pipe,
 // sending what it holds first whenever it is full.
 func (e *emitter) stageFrom(from, n int) error {
@@ -208,7 +227,7 @@ func (e *emitter) stageFrom(from, n int) error {
 			continue
 		case errors.Is(err, syscall.EAGAIN):
 			if st.n == 0 {
-				return errors.New("stage script output: the intake pipe holds fewer bytes than it should")
+				return errors.New("stage block records: a pipe holds fewer bytes than it should")
 			}
 			if err := e.sendStage(); err != nil {
 				return err
