@@ -38,9 +38,10 @@ type kubeEnv struct {
 	// watcher follows every job's pod and events: one pod and one event
 	// informer for the namespace, as a runner shares them.
 	watcher *kube.Watcher
+	images  nodeImages
 }
 
-func newKubeEnv(kubeconfig string) (*kubeEnv, error) {
+func newKubeEnv(kubeconfig string, images nodeImages) (*kubeEnv, error) {
 	// client-go's klog reports a WebSocket the session closed on purpose
 	// as an error; the session reports real trouble itself.
 	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
@@ -55,18 +56,19 @@ func newKubeEnv(kubeconfig string) (*kubeEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build the Kubernetes client: %w", err)
 	}
-	return &kubeEnv{cfg: cfg, cs: cs, ns: ns, requests: requests, watcher: kube.NewWatcher(cs)}, nil
+	return &kubeEnv{cfg: cfg, cs: cs, ns: ns, requests: requests, watcher: kube.NewWatcher(cs), images: images}, nil
 }
 
-// runJob runs one job in a pod of nodeImage and deletes the pod. running,
+// runJob runs one job in a pod of the build image and deletes the pod. running,
 // if set, is called once the pod runs, before the session starts.
 func (k *kubeEnv) runJob(ctx context.Context, name string, script []byte, out io.Writer, running func(*kube.Pod) error) (client.Result, error) {
 	objs, err := kube.Build(kube.Spec{
-		Namespace:  k.ns,
-		Image:      nodeImage,
-		PullPolicy: corev1.PullNever, // no registry: images are imported
-		Scripts:    []kube.Script{{Name: name, Content: script}},
-		Timeout:    10 * time.Minute,
+		Namespace:   k.ns,
+		Image:       k.images.build,
+		HelperImage: k.images.helper,
+		PullPolicy:  corev1.PullNever, // no registry: images are imported
+		Scripts:     []kube.Script{{Name: name, Content: script}},
+		Timeout:     10 * time.Minute,
 	})
 	if err != nil {
 		return client.Result{}, err
@@ -104,6 +106,15 @@ func concurrentScript(i int) ([]byte, []byte) {
 	return []byte(script), want.Bytes()
 }
 
+// fleetOptions are a kube-jobs or kube-bare process's settings, from its
+// environment.
+type fleetOptions struct {
+	images nodeImages
+	// heapProfile, if set, is where the heap profile at the peak of
+	// RssAnon is written (BENCH_HEAPPROFILE).
+	heapProfile string
+}
+
 // kubeJobsReport is what `harness kube-jobs` prints.
 type kubeJobsReport struct {
 	Jobs   int      `json:"jobs"`
@@ -116,19 +127,18 @@ type kubeJobsReport struct {
 	// PeakRSS is the process's VmHWM in bytes at the end (wait4's maxrss
 	// would also count the parent's RSS at fork, kept across exec).
 	PeakRSS int64 `json:"peak_rss"`
-	// PeakAnon is the largest RssAnon sampled (heap and stacks, without
-	// the executable's mapped pages).
-	PeakAnon int64 `json:"peak_anon"`
+	// Peak is the process's memory at its largest sampled RssAnon.
+	Peak memPeak `json:"peak"`
 }
 
 // kubeJobs runs n jobs at once from this process and prints a JSON
 // kubeJobsReport on w.
-func kubeJobs(ctx context.Context, kubeconfig string, n int, w io.Writer) error {
-	k, err := newKubeEnv(kubeconfig)
+func kubeJobs(ctx context.Context, kubeconfig string, opts fleetOptions, n int, w io.Writer) error {
+	k, err := newKubeEnv(kubeconfig, opts.images)
 	if err != nil {
 		return err
 	}
-	return runFleetJobs(k, n, w, func(i int) error {
+	return runFleetJobs(k, n, opts, w, func(i int) error {
 		script, want := concurrentScript(i)
 		var out bytes.Buffer
 		res, err := k.runJob(ctx, "concurrent.sh", script, &out, nil)
@@ -147,13 +157,13 @@ func kubeJobs(ctx context.Context, kubeconfig string, n int, w io.Writer) error 
 // runFleetJobs runs job(0..n-1) at once, times each, and prints the
 // kubeJobsReport on w: how many were exact (job returned nil), the
 // errors, the process's API requests and its peak memory.
-func runFleetJobs(k *kubeEnv, n int, w io.Writer, job func(i int) error) error {
+func runFleetJobs(k *kubeEnv, n int, opts fleetOptions, w io.Writer, job func(i int) error) error {
 	rep := kubeJobsReport{Jobs: n, JobMS: make([]int64, n)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
 	stopSampling := make(chan struct{})
-	anon := anonPeak(stopSampling)
+	peak := anonPeak(stopSampling, opts.heapProfile)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -178,7 +188,7 @@ func runFleetJobs(k *kubeEnv, n int, w io.Writer, job func(i int) error) error {
 		rep.PeakRSS = hwm
 	}
 	close(stopSampling)
-	rep.PeakAnon = <-anon
+	rep.Peak = <-peak
 	return json.NewEncoder(w).Encode(rep)
 }
 
@@ -212,7 +222,7 @@ func runFleet(ctx context.Context, cfg *config, n *node, command string, jobs in
 	if err := json.Unmarshal(stdout.Bytes(), &f.rep); err != nil {
 		return nil, fmt.Errorf("%s %d: read the report: %w", command, jobs, err)
 	}
-	f.maxRSS, f.anon = f.rep.PeakRSS, f.rep.PeakAnon
+	f.maxRSS, f.anon = f.rep.PeakRSS, f.rep.Peak.Anon
 	for _, m := range f.rep.JobMS {
 		f.per = append(f.per, time.Duration(m)*time.Millisecond)
 	}
@@ -261,6 +271,10 @@ func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger)
 	t.add("per job p50 / max", ms(teth.per.percentile(50))+" / "+ms(teth.per.max()), ms(bare.per.percentile(50))+" / "+ms(bare.per.max()))
 	t.add("process peak RSS (VmHWM)", mib(teth.maxRSS), mib(bare.maxRSS))
 	t.add("of which anonymous (heap, stacks; peak RssAnon sampled every 50 ms)", mib(teth.anon), mib(bare.anon))
+	atPeak := func(p memPeak) string {
+		return fmt.Sprintf("%d goroutines, Go heap in use %s, stacks %s", p.Goroutines, mib(int64(p.HeapInuse)), mib(int64(p.StackInuse)))
+	}
+	t.add("at that peak", atPeak(teth.rep.Peak), atPeak(bare.rep.Peak))
 	tpj, tdetail := formatRequests(teth.rep.Requests, jobs)
 	bpj, bdetail := formatRequests(bare.rep.Requests, jobs)
 	t.add("API requests per job (this process's)", fmt.Sprintf("%.2f: %s", tpj, tdetail), fmt.Sprintf("%.2f: %s", bpj, bdetail))
@@ -316,7 +330,7 @@ func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger)
 func kubeLatency(ctx context.Context, cfg *config, n *node, samples int) (durations, error) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
-	k, err := newKubeEnv(n.kubeconfig)
+	k, err := newKubeEnv(n.kubeconfig, n.images)
 	if err != nil {
 		return nil, err
 	}

@@ -115,10 +115,10 @@ func formatRequests(counts map[string]int, jobs int) (perJob float64, detail str
 const bareLabel = "tether-bench-bare"
 
 // kubeBare runs n bare pods at once, each the concurrent job's script as
-// `sh -c` in nodeImage: create, follow (one informer for all of them)
+// `sh -c` in the build image: create, follow (one informer for all of them)
 // until it ends, read its log, delete. It prints a JSON kubeJobsReport on w.
-func kubeBare(ctx context.Context, kubeconfig string, n int, w io.Writer) error {
-	k, err := newKubeEnv(kubeconfig)
+func kubeBare(ctx context.Context, kubeconfig string, opts fleetOptions, n int, w io.Writer) error {
+	k, err := newKubeEnv(kubeconfig, opts.images)
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func kubeBare(ctx context.Context, kubeconfig string, n int, w io.Writer) error 
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return errors.New("watch the bare pods: the informer did not sync")
 	}
-	return runFleetJobs(k, n, w, func(i int) error {
+	return runFleetJobs(k, n, opts, w, func(i int) error {
 		script, want := concurrentScript(i)
 		name := fmt.Sprintf("bench-bare-%s-%d", run, i)
 		ch := make(chan corev1.PodPhase, 1)
@@ -182,7 +182,7 @@ func bareJob(ctx context.Context, k *kubeEnv, name, run string, script []byte, e
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: new(int64),
 			Containers: []corev1.Container{{
-				Name: "job", Image: nodeImage, ImagePullPolicy: corev1.PullNever,
+				Name: "job", Image: k.images.build, ImagePullPolicy: corev1.PullNever,
 				Command: []string{"sh", "-c", string(script)},
 			}},
 		},

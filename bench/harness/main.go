@@ -19,6 +19,8 @@
 //	BENCH_OUT          results file                        (default bench/results.md; "-" for none)
 //	BENCH_GOBENCH      file with `go test -bench` output to include in the results
 //	TETHER_E2E_DIR     the e2e node's state directory      (default /var/tmp/tether-e2e)
+//	TETHER_IMAGE_TAG   tag of the node's images (build-images.sh's; default dev)
+//	BENCH_HEAPPROFILE  kube-jobs/kube-bare: write the heap profile at the peak of RssAnon here
 //	BENCH_SHIM         shim binary instead of bin/tether-shim (e.g. bench/shimprof, to profile it)
 //	BENCH_CPUPROFILE   write the harness's own CPU profile (client side) to this file
 //
@@ -36,6 +38,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 )
@@ -64,7 +67,11 @@ func main() {
 		if os.Args[1] == kubeBareCommand {
 			jobs = kubeBare
 		}
-		if err := jobs(ctx, os.Args[2], n, os.Stdout); err != nil {
+		opts := fleetOptions{images: imagesTagged(os.Getenv), heapProfile: os.Getenv("BENCH_HEAPPROFILE")}
+		if opts.heapProfile != "" {
+			runtime.MemProfileRate = 4096 // every allocation's site, near enough
+		}
+		if err := jobs(ctx, os.Args[2], opts, n, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, os.Args[1]+":", err)
 			os.Exit(1)
 		}

@@ -12,15 +12,32 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tether-ci/tether/internal/contract"
 )
 
-// nodeImage is the build image of the node measurements (built by `make
-// images`, imported by scripts/e2e-cluster-up.sh).
-const nodeImage = "localhost/tether/busybox:dev"
+// nodeImages are the images of the node measurements (built by
+// scripts/build-images.sh, imported by scripts/e2e-cluster-up.sh): the
+// build image jobs and bare pods run in, and the image carrying tether-shim.
+type nodeImages struct {
+	build, helper string
+}
+
+// imagesTagged returns the node images of the tag in TETHER_IMAGE_TAG (as
+// scripts/build-images.sh and the e2e tests read it), default the
+// development tag.
+func imagesTagged(getenv func(string) string) nodeImages {
+	tag := getenv("TETHER_IMAGE_TAG")
+	if tag == "" {
+		tag = contract.DevImageTag
+	}
+	return nodeImages{build: "localhost/tether/busybox:" + tag, helper: contract.ShimImageRepository + ":" + tag}
+}
 
 // node is the e2e node the measurements run against.
 type node struct {
 	kubeconfig, kubectl string
+	images              nodeImages
 }
 
 // findNode returns the running e2e node, or why there is none.
@@ -50,7 +67,7 @@ func findNode(ctx context.Context, cfg *config, getenv func(string) string) (*no
 	if out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "--raw", "/readyz").CombinedOutput(); err != nil {
 		return nil, fmt.Sprintf("the node's API server is not ready: %v: %s", err, bytes.TrimSpace(out))
 	}
-	return &node{kubeconfig: kubeconfig, kubectl: kubectl}, ""
+	return &node{kubeconfig: kubeconfig, kubectl: kubectl, images: imagesTagged(getenv)}, ""
 }
 
 // timedOutput runs cmd and returns its stdout and how long it took.
@@ -152,7 +169,7 @@ func echoJobs(ctx context.Context, cfg *config, n *node, ws *workspace, sec *sec
 	lost := 0
 	for r := range cfg.repeat {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		out, d, err := timedOutput(exec.CommandContext(rctx, cfg.tether, "run", "--image", nodeImage, "--kubeconfig", n.kubeconfig, "--quiet", echo))
+		out, d, err := timedOutput(exec.CommandContext(rctx, cfg.tether, "run", "--image", n.images.build, "--helper-image", n.images.helper, "--kubeconfig", n.kubeconfig, "--quiet", echo))
 		cancel()
 		if err != nil {
 			return fmt.Errorf("tether echo job: %w", err)
@@ -164,7 +181,7 @@ func echoJobs(ctx context.Context, cfg *config, n *node, ws *workspace, sec *sec
 
 		rctx, cancel = context.WithTimeout(ctx, 5*time.Minute)
 		out, d, err = timedOutput(exec.CommandContext(rctx, n.kubectl, "--kubeconfig", n.kubeconfig, "run", randomName("bench-echo-"),
-			"--rm", "-i", "--quiet", "--restart=Never", "--image", nodeImage, "--image-pull-policy=Never", "--", "sh", "-c", "echo hello"))
+			"--rm", "-i", "--quiet", "--restart=Never", "--image", n.images.build, "--image-pull-policy=Never", "--", "sh", "-c", "echo hello"))
 		cancel()
 		if err != nil {
 			return fmt.Errorf("kubectl echo pod: %w", err)
@@ -181,7 +198,7 @@ func echoJobs(ctx context.Context, cfg *config, n *node, ws *workspace, sec *sec
 		// job) that kubectl sends once attached.
 		rctx, cancel = context.WithTimeout(ctx, 5*time.Minute)
 		c := exec.CommandContext(rctx, n.kubectl, "--kubeconfig", n.kubeconfig, "run", randomName("bench-floor-"),
-			"--rm", "-i", "--quiet", "--restart=Never", "--image", nodeImage, "--image-pull-policy=Never", "--", "sh", "-c", floorEcho)
+			"--rm", "-i", "--quiet", "--restart=Never", "--image", n.images.build, "--image-pull-policy=Never", "--", "sh", "-c", floorEcho)
 		c.Stdin = strings.NewReader("go\n")
 		out, d, err = timedOutput(c)
 		cancel()
@@ -197,8 +214,8 @@ func echoJobs(ctx context.Context, cfg *config, n *node, ws *workspace, sec *sec
 	floorRatio := float64(tetherRuns.median()) / float64(floorRuns.median())
 	ratio := float64(tetherRuns.median()) / float64(kubectlRuns.median())
 	t := &table{head: []string{"echo job on the node", "median", "range"}}
-	t.add("`tether run --image "+nodeImage+" echo.sh`", ms(tetherRuns.median()), ms(tetherRuns.min())+"–"+ms(tetherRuns.max()))
-	t.add("`kubectl run --rm -i --restart=Never --image "+nodeImage+" --image-pull-policy=Never -- sh -c 'echo hello'`", ms(kubectlRuns.median()), ms(kubectlRuns.min())+"–"+ms(kubectlRuns.max()))
+	t.add("`tether run --image "+n.images.build+" echo.sh`", ms(tetherRuns.median()), ms(tetherRuns.min())+"–"+ms(tetherRuns.max()))
+	t.add("`kubectl run --rm -i --restart=Never --image "+n.images.build+" --image-pull-policy=Never -- sh -c 'echo hello'`", ms(kubectlRuns.median()), ms(kubectlRuns.min())+"–"+ms(kubectlRuns.max()))
 	t.add("floor: `kubectl run --rm -i … -- sh -c '"+floorEcho+"'` fed a line on stdin (a bare pod whose output is seen through attach)", ms(floorRuns.median()), ms(floorRuns.min())+"–"+ms(floorRuns.max()))
 	sec.tabs = append(sec.tabs, t)
 	sec.notes = append(sec.notes, fmt.Sprintf("Tether printed exactly `hello` every time; `kubectl run --rm -i` lost the output in %d of %d runs (it attaches after the container started, and a short job can be done by then).", lost, cfg.repeat))

@@ -65,7 +65,7 @@ func bulkJobs(ctx context.Context, cfg *config, n *node, ws *workspace, sec *sec
 	var kubectlGot int64
 	for r := range cfg.repeat {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		sink, d, err := run(exec.CommandContext(rctx, cfg.tether, "run", "--image", nodeImage, "--kubeconfig", n.kubeconfig, "--quiet", script))
+		sink, d, err := run(exec.CommandContext(rctx, cfg.tether, "run", "--image", n.images.build, "--helper-image", n.images.helper, "--kubeconfig", n.kubeconfig, "--quiet", script))
 		cancel()
 		if err != nil {
 			return fmt.Errorf("tether bulk job: %w", err)
@@ -77,7 +77,7 @@ func bulkJobs(ctx context.Context, cfg *config, n *node, ws *workspace, sec *sec
 
 		rctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
 		sink, d, err = run(exec.CommandContext(rctx, n.kubectl, "--kubeconfig", n.kubeconfig, "run", randomName("bench-bulk-"),
-			"--rm", "-i", "--quiet", "--restart=Never", "--image", nodeImage, "--image-pull-policy=Never", "--", "sh", "-c", cmd))
+			"--rm", "-i", "--quiet", "--restart=Never", "--image", n.images.build, "--image-pull-policy=Never", "--", "sh", "-c", cmd))
 		cancel()
 		if err != nil {
 			return fmt.Errorf("kubectl bulk pod: %w", err)
@@ -93,7 +93,7 @@ func bulkJobs(ctx context.Context, cfg *config, n *node, ws *workspace, sec *sec
 		return fmt.Sprintf("%.1f MB/s", float64(cfg.nodeBytes)/1e6/d.Seconds())
 	}
 	t := &table{head: []string{fmt.Sprintf("%d MB of 80-byte lines through real attach", cfg.nodeBytes/1e6), "median (whole job)", "range", "throughput (median)", "output"}}
-	t.add("`tether run --image "+nodeImage+" bulk.sh`", ms(tetherRuns.median()), ms(tetherRuns.min())+"–"+ms(tetherRuns.max()), mbps(tetherRuns.median()),
+	t.add("`tether run --image "+n.images.build+" bulk.sh`", ms(tetherRuns.median()), ms(tetherRuns.min())+"–"+ms(tetherRuns.max()), mbps(tetherRuns.median()),
 		fmt.Sprintf("exact in %d/%d", cfg.repeat, cfg.repeat))
 	t.add("`kubectl run --rm -i --restart=Never … -- sh -c '…'`", ms(kubectlRuns.median()), ms(kubectlRuns.min())+"–"+ms(kubectlRuns.max()), mbps(kubectlRuns.median()),
 		fmt.Sprintf("exact in %d/%d (%.1f%% of the bytes arrived)", cfg.repeat-kubectlShort, cfg.repeat, 100*float64(kubectlGot)/float64(cfg.nodeBytes*int64(cfg.repeat))))

@@ -181,26 +181,3 @@ func anonRSS(pid int) (int64, error) {
 	}
 	return 0, fmt.Errorf("pid %d: no RssAnon in /proc/%d/status", pid, pid)
 }
-
-// anonPeak samples this process's RssAnon every 50 ms until stop is
-// closed and returns the largest sample.
-func anonPeak(stop <-chan struct{}) <-chan int64 {
-	out := make(chan int64, 1)
-	go func() {
-		var peak int64
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if v, err := anonRSS(os.Getpid()); err == nil {
-				peak = max(peak, v)
-			}
-			select {
-			case <-stop:
-				out <- peak
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return out
-}
