@@ -5,9 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -17,8 +15,10 @@ import (
 
 // Watcher follows Tether's pods and their events for every job of a
 // process: one pod informer (pods labelled LabelManagedBy=ManagedByValue)
-// and one event informer (events about pods) per namespace, however many
-// jobs wait at once, instead of a watch of each kind per job. A runner
+// and one event watch (events about pods) per namespace, however many
+// jobs wait at once, instead of a watch of each kind per job. Its caches
+// hold slim copies (what WaitRunning reads), and of the events only the
+// last minutes', not the namespace's history (see eventFeed). A runner
 // creates one Watcher for its clientset and sets it as Pod.Watcher on the
 // pods it creates; a pod without one (the `tether run` path) gets a
 // Watcher of its own for its WaitRunning, which is the same code with one
@@ -52,14 +52,11 @@ func (w *Watcher) Close() {
 	}
 }
 
-// eventsByPod indexes events by the name of the pod they are about.
-const eventsByPod = "pod"
-
 // nsWatch is one namespace's informers and the jobs subscribed to them.
 type nsWatch struct {
 	ns     string
 	pods   cache.SharedIndexInformer
-	events cache.SharedIndexInformer
+	events *eventFeed
 	stop   context.CancelFunc
 
 	mu   sync.Mutex
@@ -74,7 +71,7 @@ type podSub struct {
 	name   string
 	uid    types.UID // "" matches any
 	notify chan struct{}
-	synced chan struct{} // closed once both caches have synced
+	synced chan struct{} // closed once the pod cache and the event feed have synced
 
 	mu     sync.Mutex
 	pod    *corev1.Pod
@@ -153,18 +150,14 @@ func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, releas
 			sub.setPod(p)
 		}
 	}
-	if objs, err := nw.events.GetIndexer().ByIndex(eventsByPod, name); err == nil {
-		for _, o := range objs {
-			if e, ok := o.(*corev1.Event); ok {
-				sub.addEvent(e)
-			}
-		}
+	for _, e := range nw.events.recent(name) {
+		sub.addEvent(e)
 	}
 	nw.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), nw.pods.HasSynced, nw.events.HasSynced) {
+		if cache.WaitForCacheSync(ctx.Done(), nw.pods.HasSynced, nw.events.hasSynced) {
 			close(sub.synced)
 		}
 	}()
@@ -185,30 +178,23 @@ func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, releas
 // start builds and runs namespace ns's informers. w.mu is held.
 func (w *Watcher) start(ns string) *nsWatch {
 	managed := labels.Set{LabelManagedBy: ManagedByValue}.AsSelector().String()
-	aboutPods := fields.OneTermEqualSelector("involvedObject.kind", "Pod").String()
 	nw := &nsWatch{
 		ns: ns,
 		pods: coreinformers.NewFilteredPodInformer(w.client, ns, 0, cache.Indexers{},
 			func(o *metav1.ListOptions) { o.LabelSelector = managed }),
-		events: coreinformers.NewFilteredEventInformer(w.client, ns, 0, cache.Indexers{eventsByPod: indexEventByPod},
-			func(o *metav1.ListOptions) { o.FieldSelector = aboutPods }),
 		subs: map[string]map[*podSub]struct{}{},
 	}
-	_ = nw.pods.SetTransform(stripManagedFields)
-	_ = nw.events.SetTransform(stripManagedFields)
+	nw.events = newEventFeed(w.client, ns, nw.eventSeen)
+	_ = nw.pods.SetTransform(slimPodTransform)
 	_, _ = nw.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { nw.podChanged(obj) },
 		UpdateFunc: func(_, obj any) { nw.podChanged(obj) },
 		DeleteFunc: nw.podDeleted,
 	})
-	_, _ = nw.events.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    nw.eventSeen,
-		UpdateFunc: func(_, obj any) { nw.eventSeen(obj) },
-	})
 	ctx, cancel := context.WithCancel(context.Background())
 	nw.stop = cancel
 	go nw.pods.RunWithContext(ctx)
-	go nw.events.RunWithContext(ctx)
+	go nw.events.run(ctx)
 	return nw
 }
 
@@ -235,26 +221,8 @@ func (nw *nsWatch) podDeleted(obj any) {
 	}
 }
 
-func (nw *nsWatch) eventSeen(obj any) {
-	if e, ok := obj.(*corev1.Event); ok {
-		nw.each(e.InvolvedObject.Name, func(s *podSub) { s.addEvent(e) })
-	}
-}
-
-func indexEventByPod(obj any) ([]string, error) {
-	if e, ok := obj.(*corev1.Event); ok {
-		return []string{e.InvolvedObject.Name}, nil
-	}
-	return nil, nil
-}
-
-// stripManagedFields drops what no subscriber reads, so the caches hold
-// less per object.
-func stripManagedFields(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil {
-		a.SetManagedFields(nil)
-	}
-	return obj, nil
+func (nw *nsWatch) eventSeen(e *corev1.Event) {
+	nw.each(e.InvolvedObject.Name, func(s *podSub) { s.addEvent(e) })
 }
 
 // cached reports whether the pod informer's cache holds the pod (the

@@ -1,0 +1,204 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Bounds of an eventFeed's memory.
+const (
+	// recentEvents is how long an event is kept for pods that have no
+	// subscriber yet: a job subscribes right after creating its pod, so
+	// only the first events of a new pod can come before it.
+	recentEvents = 2 * time.Minute
+	// maxRecentEvents bounds the kept events however fast they come.
+	maxRecentEvents = 2048
+	// eventListPage is the page size of the feed's lists.
+	eventListPage = 500
+)
+
+// eventFeed follows the events about pods in one namespace and hands each
+// to deliver (the subscribers of its pod) as it arrives. Events are a
+// stream, not state: it keeps only those of the last recentEvents (at most
+// maxRecentEvents), slimmed, for a subscriber that arrives after its pod's
+// first events — not the namespace's whole event history, which the API
+// server keeps for an hour and a busy namespace fills with thousands. Its
+// list (at the start, and again when a watch cannot resume) is read in
+// pages and keeps only recent events, so that history is never held at
+// once either.
+//
+// It is the store of a client-go Reflector (cache.ReflectorStore), which
+// lists, watches, and retries with backoff.
+type eventFeed struct {
+	client  kubernetes.Interface
+	ns      string
+	deliver func(*corev1.Event)
+	now     func() time.Time
+
+	synced   chan struct{} // closed at the first list
+	syncOnce sync.Once
+
+	mu    sync.Mutex
+	byPod map[string][]*corev1.Event // recent events by pod name, oldest first
+	order []arrival                  // every kept event, oldest first
+}
+
+// arrival is when a kept event arrived, and which pod it is about.
+type arrival struct {
+	at  time.Time
+	pod string
+}
+
+var _ cache.ReflectorStore = (*eventFeed)(nil)
+
+func newEventFeed(cs kubernetes.Interface, ns string, deliver func(*corev1.Event)) *eventFeed {
+	return &eventFeed{client: cs, ns: ns, deliver: deliver, now: time.Now,
+		synced: make(chan struct{}), byPod: map[string][]*corev1.Event{}}
+}
+
+// aboutPods selects the events about pods.
+var aboutPods = fields.OneTermEqualSelector("involvedObject.kind", "Pod").String()
+
+// run lists and watches until ctx ends.
+func (f *eventFeed) run(ctx context.Context) {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: f.list,
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = aboutPods
+			return f.client.CoreV1().Events(f.ns).Watch(ctx, o)
+		},
+	}
+	cache.NewReflectorWithOptions(lw, &corev1.Event{}, f, cache.ReflectorOptions{Name: "tether pod events in " + f.ns}).RunWithContext(ctx)
+}
+
+// list reads the namespace's events about pods page by page (a consistent
+// snapshot: the pages share the first one's resource version) and returns
+// the recent ones, slimmed, with the snapshot's resource version to watch
+// from.
+func (f *eventFeed) list(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	o.FieldSelector = aboutPods
+	o.ResourceVersion, o.ResourceVersionMatch = "", "" // pages need a consistent read
+	o.Limit, o.Continue = eventListPage, ""
+	now := f.now()
+	out := &corev1.EventList{}
+	for {
+		page, err := f.client.CoreV1().Events(f.ns).List(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("list the events of namespace %s: %w", f.ns, err)
+		}
+		if out.ResourceVersion == "" {
+			out.ResourceVersion = page.ResourceVersion
+		}
+		for i := range page.Items {
+			if e := &page.Items[i]; isRecent(e, now) {
+				out.Items = append(out.Items, *slimEvent(e))
+			}
+		}
+		if page.Continue == "" {
+			return out, nil
+		}
+		o.Continue = page.Continue
+	}
+}
+
+// isRecent reports whether e happened within recentEvents of now (an event
+// without any time counts as recent).
+func isRecent(e *corev1.Event, now time.Time) bool {
+	t := eventTime(e)
+	return t.IsZero() || now.Sub(t.Time) <= recentEvents
+}
+
+// recent returns the kept events about pod name, oldest first.
+func (f *eventFeed) recent(name string) []*corev1.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*corev1.Event(nil), f.byPod[name]...)
+}
+
+// hasSynced reports whether the first list arrived.
+func (f *eventFeed) hasSynced() bool {
+	select {
+	case <-f.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// keep adds e to the kept events and drops those past their time. f.mu
+// is held.
+func (f *eventFeed) keep(e *corev1.Event) {
+	now := f.now()
+	for len(f.order) > 0 && (len(f.order) >= maxRecentEvents || now.Sub(f.order[0].at) > recentEvents) {
+		old := f.order[0]
+		f.order = f.order[1:]
+		if evs := f.byPod[old.pod]; len(evs) > 1 {
+			f.byPod[old.pod] = evs[1:]
+		} else {
+			delete(f.byPod, old.pod)
+		}
+	}
+	pod := e.InvolvedObject.Name
+	f.byPod[pod] = append(f.byPod[pod], e)
+	f.order = append(f.order, arrival{at: now, pod: pod})
+}
+
+// seen keeps and delivers one event from the watch.
+func (f *eventFeed) seen(obj any) error {
+	e, ok := obj.(*corev1.Event)
+	if !ok {
+		return nil
+	}
+	e = slimEvent(e)
+	f.mu.Lock()
+	f.keep(e)
+	f.mu.Unlock()
+	f.deliver(e)
+	return nil
+}
+
+// Add is a new event from the watch.
+func (f *eventFeed) Add(obj any) error { return f.seen(obj) }
+
+// Update is a changed event (a repeat counted) from the watch.
+func (f *eventFeed) Update(obj any) error { return f.seen(obj) }
+
+// Delete is an event the API server removed (they expire): nothing to do,
+// kept events expire on their own.
+func (f *eventFeed) Delete(any) error { return nil }
+
+// Resync does nothing: the reflector has no resync period.
+func (f *eventFeed) Resync() error { return nil }
+
+// Replace is a list's result (already recent and slim): it replaces the
+// kept events and is delivered, since a relist may carry events the broken
+// watch missed (subscribers ignore repeats).
+func (f *eventFeed) Replace(list []any, _ string) error {
+	var evs []*corev1.Event
+	for _, obj := range list {
+		if e, ok := obj.(*corev1.Event); ok {
+			evs = append(evs, e)
+		}
+	}
+	f.mu.Lock()
+	f.byPod, f.order = map[string][]*corev1.Event{}, nil
+	for _, e := range evs {
+		f.keep(e)
+	}
+	f.mu.Unlock()
+	for _, e := range evs {
+		f.deliver(e)
+	}
+	f.syncOnce.Do(func() { close(f.synced) })
+	return nil
+}
