@@ -26,7 +26,8 @@
 // its deadline) while nobody was attached still reports its output and
 // outcome.
 //
-// Watcher shares one pod informer and one event informer per namespace
-// among all the jobs of a process (set it as Pod.Watcher); WaitRunning
-// without one uses a Watcher of its own.
+// Watcher shares one pod informer and one event watch per namespace among
+// all the jobs of a process (set it as Pod.Watcher); WaitRunning without
+// one uses a Watcher of its own. Its memory is bounded: slim pods, and
+// only the last minutes' events.
 package kube
