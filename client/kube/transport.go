@@ -95,7 +95,9 @@ func (t *Transport) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Connect attaches to the container. It returns once the attach streams
+// Connect attaches to the container (over WebSocket with Tether's own
+// small-buffered client of the v5.channel.k8s.io subprotocol, over SPDY
+// with client-go's executor). It returns once the attach streams
 // are established end to end, or an error: one wrapping client.ErrShimGone
 // when the pod is gone or the container has terminated (nothing to attach
 // to any more; a *ContainerEndedError with the container's exit code and
@@ -112,15 +114,30 @@ func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
 	if _, err := t.checkContainer(ctx, cs); err != nil {
 		return nil, err
 	}
-	exec, err := t.executor(cs)
-	if err != nil {
-		return nil, err
-	}
 	timeout := t.Options.ConnectTimeout
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
 	}
-	return dial(ctx, exec, timeout, t.logger().With("pod", t.Namespace+"/"+t.Pod))
+	log := t.logger().With("pod", t.Namespace+"/"+t.Pod)
+	switch t.Options.Protocol {
+	case ProtocolWebSocket, ProtocolAuto:
+		c, err := dialWebSocket(ctx, t.Config, t.attachURL(cs), timeout, log)
+		if err == nil {
+			return c, nil
+		}
+		if t.Options.Protocol == ProtocolWebSocket || !useSPDYInstead(err) {
+			return nil, err
+		}
+		log.Debug("attach over WebSocket refused, trying SPDY", "err", err)
+	case ProtocolSPDY:
+	default:
+		return nil, fmt.Errorf("kube transport: unknown protocol %q (want websocket, spdy or empty for both)", t.Options.Protocol)
+	}
+	exec, err := remotecommand.NewSPDYExecutor(t.Config, "POST", t.attachURL(cs))
+	if err != nil {
+		return nil, fmt.Errorf("kube transport: SPDY executor: %w", err)
+	}
+	return dial(ctx, exec, timeout, log)
 }
 
 // clientset returns Client, or one built from Config.
@@ -234,40 +251,4 @@ func (t *Transport) attachURL(cs kubernetes.Interface) *url.URL {
 	return cs.CoreV1().RESTClient().Post().
 		Namespace(t.Namespace).Resource("pods").Name(t.Pod).SubResource("attach").
 		VersionedParams(opts, scheme.ParameterCodec).URL()
-}
-
-// executor returns the remotecommand executor for Options.Protocol.
-func (t *Transport) executor(cs kubernetes.Interface) (remotecommand.Executor, error) {
-	u := t.attachURL(cs)
-	spdy := func() (remotecommand.Executor, error) {
-		e, err := remotecommand.NewSPDYExecutor(t.Config, "POST", u)
-		if err != nil {
-			return nil, fmt.Errorf("kube transport: SPDY executor: %w", err)
-		}
-		return e, nil
-	}
-	ws := func() (remotecommand.Executor, error) {
-		e, err := remotecommand.NewWebSocketExecutor(t.Config, "GET", u.String())
-		if err != nil {
-			return nil, fmt.Errorf("kube transport: WebSocket executor: %w", err)
-		}
-		return e, nil
-	}
-	switch t.Options.Protocol {
-	case ProtocolSPDY:
-		return spdy()
-	case ProtocolWebSocket:
-		return ws()
-	case ProtocolAuto:
-		w, err := ws()
-		if err != nil {
-			return nil, err
-		}
-		s, err := spdy()
-		if err != nil {
-			return nil, err
-		}
-		return remotecommand.NewFallbackExecutor(w, s, useSPDYInstead)
-	}
-	return nil, fmt.Errorf("kube transport: unknown protocol %q (want websocket, spdy or empty for both)", t.Options.Protocol)
 }
