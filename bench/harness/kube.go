@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -324,9 +325,41 @@ func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger)
 	return sec, nil
 }
 
-// kubeLatency samples partial-output latency through real attach: the
-// script in the pod waits on a FIFO the harness makes in the pod's
-// emptyDir volume, seen from the node's side of the filesystem.
+// kubeLatencyScript waits for the FIFO the harness makes in the pod's
+// emptyDir volume and prints a dot for each line written to it. With
+// hostname it first prints the pod's name on a line of its own (for a
+// `tether run` process, whose pod the harness does not create).
+func kubeLatencyScript(hostname bool) []byte {
+	s := "#!/bin/sh\n"
+	if hostname {
+		s += "hostname\n"
+	}
+	return []byte(s + "while [ ! -p /tether/bench.fifo ]; do sleep 0.05; done\nexec 3</tether/bench.fifo\nwhile read -r _ <&3; do printf .; done\n")
+}
+
+// makeLatencyFIFO creates the latency script's FIFO in the emptyDir volume
+// of the pod with uid, seen from the node's side of the filesystem, and
+// opens it read-write (the open never blocks; closing it is the script's
+// EOF).
+func makeLatencyFIFO(cfg *config, uid string) (*os.File, error) {
+	dir := filepath.Join(cfg.e2eDir, "kubelet", "pods", uid, "volumes", "kubernetes.io~empty-dir", "tether")
+	fifo := filepath.Join(dir, "bench.fifo")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		return nil, fmt.Errorf("create the latency FIFO in the pod's emptyDir (%s): %w", dir, err)
+	}
+	if err := os.Chmod(fifo, 0o666); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the latency FIFO: %w", err)
+	}
+	return f, nil
+}
+
+// kubeLatency samples partial-output latency through real attach in this
+// process (client/kube and client.Run): the script in the pod waits on a
+// FIFO the harness makes in the pod's emptyDir volume.
 func kubeLatency(ctx context.Context, cfg *config, n *node, samples int) (durations, error) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
@@ -334,46 +367,125 @@ func kubeLatency(ctx context.Context, cfg *config, n *node, samples int) (durati
 	if err != nil {
 		return nil, err
 	}
-	script := []byte("#!/bin/sh\nwhile [ ! -p /tether/bench.fifo ]; do sleep 0.05; done\nexec 3</tether/bench.fifo\nwhile read -r _ <&3; do printf .; done\n")
 	sink := newStampSink()
 	fifoCh := make(chan *os.File, 1)
 	done := make(chan error, 1)
 	go func() {
-		res, err := k.runJob(ctx, "latency.sh", script, sink, func(pod *kube.Pod) error {
-			dir := filepath.Join(cfg.e2eDir, "kubelet", "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "tether")
-			fifo := filepath.Join(dir, "bench.fifo")
-			if err := syscall.Mkfifo(fifo, 0o666); err != nil {
-				return fmt.Errorf("create the latency FIFO in the pod's emptyDir (%s): %w", dir, err)
+		res, err := k.runJob(ctx, "latency.sh", kubeLatencyScript(false), sink, func(pod *kube.Pod) error {
+			f, err := makeLatencyFIFO(cfg, string(pod.UID))
+			if err == nil {
+				fifoCh <- f
 			}
-			if err := os.Chmod(fifo, 0o666); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(fifo, os.O_RDWR, 0)
-			if err != nil {
-				return fmt.Errorf("open the latency FIFO: %w", err)
-			}
-			fifoCh <- f
-			return nil
+			return err
 		})
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("exit code %d", res.ExitCode)
 		}
 		done <- err
 	}()
+	return sampleFIFO(fifoCh, sink, done, "tether through attach", samples)
+}
+
+// kubeCLILatency samples partial-output latency as a user sees it: a
+// whole `tether run --image … SCRIPT` process against the node, its stdout
+// a pipe to this process. The script prints its pod's name first; the
+// harness makes the FIFO in that pod's emptyDir.
+func kubeCLILatency(ctx context.Context, cfg *config, n *node, ws *workspace, samples int) (durations, error) {
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	k, err := newKubeEnv(n.kubeconfig, n.images)
+	if err != nil {
+		return nil, err
+	}
+	script, err := ws.script("latency-node.sh", string(kubeLatencyScript(true)))
+	if err != nil {
+		return nil, err
+	}
+	sink := newStampSink()
+	out := &firstLine{line: make(chan string, 1), rest: sink}
+	cmd := exec.CommandContext(ctx, cfg.tether, "run", "--image", n.images.build, "--helper-image", n.images.helper,
+		"--kubeconfig", n.kubeconfig, "--quiet", script)
+	cmd.Stdout = out
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start tether run: %w", err)
+	}
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, tailOf([]byte(stderr.String()), 600))
+		}
+		done <- err
+	}()
+	fifoCh := make(chan *os.File, 1)
+	select {
+	case name := <-out.line:
+		pod, err := k.cs.CoreV1().Pods(k.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			_ = cmd.Process.Kill()
+			<-done
+			return nil, fmt.Errorf("find the pod of tether run (%q, printed by its script): %w", name, err)
+		}
+		f, err := makeLatencyFIFO(cfg, string(pod.UID))
+		if err != nil {
+			_ = cmd.Process.Kill()
+			<-done
+			return nil, err
+		}
+		fifoCh <- f
+	case err := <-done:
+		return nil, fmt.Errorf("tether run ended before its script printed its pod's name: %w", err)
+	}
+	return sampleFIFO(fifoCh, sink, done, "tether run through attach", samples)
+}
+
+// sampleFIFO waits for the FIFO (or the job's end), takes the samples and
+// waits for the job to end once the FIFO is closed.
+func sampleFIFO(fifoCh <-chan *os.File, sink *stampSink, done <-chan error, label string, samples int) (durations, error) {
 	var w *os.File
 	select {
 	case w = <-fifoCh:
 	case err := <-done:
-		return nil, fmt.Errorf("latency job through attach: %w", err)
+		return nil, fmt.Errorf("latency job %s: %w", label, err)
 	}
 	defer w.Close()
-	d, err := measureDots(w, sink, done, "tether through attach", samples, shortPause)
+	d, err := measureDots(w, sink, done, label, samples, shortPause)
 	if err != nil {
 		return nil, err
 	}
 	w.Close()
 	if err := <-done; err != nil {
-		return nil, fmt.Errorf("latency job through attach: %w", err)
+		return nil, fmt.Errorf("latency job %s: %w", label, err)
 	}
 	return d, nil
+}
+
+// firstLine sends the first line written to it (without its newline) on
+// line and passes the rest on to rest.
+type firstLine struct {
+	line chan string
+	rest io.Writer
+	buf  []byte
+	sent bool
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	if f.sent {
+		return f.rest.Write(p)
+	}
+	f.buf = append(f.buf, p...)
+	i := bytes.IndexByte(f.buf, '\n')
+	if i < 0 {
+		return len(p), nil
+	}
+	f.line <- strings.TrimSpace(string(f.buf[:i]))
+	f.sent = true
+	if rest := f.buf[i+1:]; len(rest) > 0 {
+		if _, err := f.rest.Write(rest); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
 }

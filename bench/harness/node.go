@@ -115,7 +115,7 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 	}
 	log.Info("node found", "kubeconfig", n.kubeconfig)
 	sec.notes = append(sec.notes, fmt.Sprintf("Echo job: both are whole CLI invocations (process start, pod create, wait, attach, output, delete), %d rounds interleaved; median. "+
-		"Latency: as in the local measurement, with the FIFO made in the pod's emptyDir from the node's side (%d samples). "+
+		"Latency: as in the local measurement, with the FIFO made in the pod's emptyDir from the node's side (%d samples): through a whole `tether run` process whose stdout is a pipe to the harness (its script first prints its pod's name, so the harness finds the pod), and in this process through client/kube. "+
 		"Concurrency: `harness kube-jobs` in its own process runs %d jobs at once through client/kube, each printing 200 numbered lines and a partial last line, compared byte for byte; "+
 		"then `harness kube-bare`, its floor, runs the same scripts as `sh -c` in as many bare pods of the same image, created by one process, followed by one shared watch to their end, their logs read and compared, deleted. "+
 		"API requests are counted in each process's HTTP transport. "+
@@ -133,19 +133,38 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 	if err := bulkJobs(ctx, cfg, n, ws, sec, log); err != nil {
 		failed("bulk output through real attach", "exact", err)
 	}
-	if lat, err := kubeLatency(ctx, cfg, n, cfg.latency); err != nil {
+	lt := &table{head: []string{"partial-output latency through attach", "samples", "p50", "p90", "p99", "max"}}
+	latRow := func(label string, lat durations) {
+		lt.add(label, fmt.Sprint(len(lat)), ms(lat.percentile(50)), ms(lat.percentile(90)), ms(lat.percentile(99)), ms(lat.max()))
+	}
+	// The verdict is the CLI's, as a user runs it; the in-process row
+	// (client/kube and client.Run in this process) is informational.
+	if lat, err := kubeCLILatency(ctx, cfg, n, ws, cfg.latency); err != nil {
 		failed(latGoal, "p99 ≤ 10 ms", err)
 	} else {
-		lt := &table{head: []string{"partial-output latency through attach", "samples", "p50", "p90", "p99", "max"}}
-		lt.add("tether (client/kube attach)", fmt.Sprint(len(lat)), ms(lat.percentile(50)), ms(lat.percentile(90)), ms(lat.percentile(99)), ms(lat.max()))
-		sec.tabs = append(sec.tabs, lt)
+		latRow("`tether run --image … SCRIPT` (stdout a pipe)", lat)
 		sec.goals = append(sec.goals, goal{
-			measure:  latGoal,
+			measure:  latGoal + " via the CLI (`printf .` → tether's stdout)",
 			tether:   fmt.Sprintf("p50 %s, p99 %s", ms(lat.percentile(50)), ms(lat.percentile(99))),
 			baseline: "—",
 			target:   "p99 ≤ 10 ms",
 			verdict:  verdict(lat.percentile(99) <= 10*time.Millisecond),
 		})
+	}
+	if lat, err := kubeLatency(ctx, cfg, n, cfg.latency); err != nil {
+		failed(latGoal+" in-process", "info", err)
+	} else {
+		latRow("in-process (client/kube attach, client.Run → writer)", lat)
+		sec.goals = append(sec.goals, goal{
+			measure:  latGoal + " in-process (`printf .` → writer)",
+			tether:   fmt.Sprintf("p50 %s, p99 %s", ms(lat.percentile(50)), ms(lat.percentile(99))),
+			baseline: "—",
+			target:   "info (the CLI row decides)",
+			verdict:  "info",
+		})
+	}
+	if len(lt.rows) > 0 {
+		sec.tabs = append(sec.tabs, lt)
 	}
 	if conc, err := concurrentJobs(ctx, cfg, n, log); err != nil {
 		failed(concGoal, "≤ 1.2× floor; RSS ≤ 64 MiB", err)
