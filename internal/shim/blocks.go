@@ -139,7 +139,14 @@ func (e *emitter) Blocks(src rawPipe, n int) bool {
 // pipe itself would take a page of its own there.
 func (e *emitter) blocks(src rawPipe, n int) error {
 	st := e.stage
-	hdrs := e.start() // the held records go first
+	// The held records go first, on their own: the header pipe is only
+	// asked to hold a batch's headers (a pipe over the user's pipe limits
+	// holds one page).
+	e.writeHeld()
+	if e.err != nil {
+		return nil
+	}
+	hdrs := e.buf[:0]
 	for n > 0 {
 		k, err := spliceWaiting(src.fd, st.in.w, min(n, stageBlocks*e.enc.MaxBlock()))
 		if err != nil {
@@ -180,8 +187,8 @@ func (e *emitter) blocks(src rawPipe, n int) error {
 }
 
 // blockCut is one block of a batch: its header's length in the header pipe
-// (with what precedes it there: the held records, or the previous block's
-// final newline) and its payload's in the intake pipe.
+// (with the previous block's final newline in front of it) and its
+// payload's in the intake pipe.
 type blockCut struct{ header, payload int }
 
 // writeAll writes b to the shim's own pipe fd, which has room for it.
