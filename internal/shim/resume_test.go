@@ -39,6 +39,20 @@ func (p *shimProc) replayAfter(t *testing.T, nonce string, want int) []byte {
 	return got
 }
 
+// checkReplays resumes from offset mid and then from 0 and fails unless
+// each replay is byte-identical to original, the stream written so far.
+func (p *shimProc) checkReplays(t *testing.T, original []byte, mid int64) {
+	t.Helper()
+	p.send(protocol.Command{Cmd: protocol.CmdResume, From: mid, Nonce: "r1"})
+	if got := p.replayAfter(t, "r1", len(original)-int(mid)); !bytes.Equal(got, original[mid:]) {
+		t.Fatalf("replay from offset %d differs from the original stream", mid)
+	}
+	p.send(protocol.Command{Cmd: protocol.CmdResume, From: 0, Nonce: "r2"})
+	if got := p.replayAfter(t, "r2", len(original)); !bytes.Equal(got, original) {
+		t.Fatal("replay from 0 differs from the original stream")
+	}
+}
+
 // Resume replays the stream from any record offset, byte-identical to the
 // original, from memory and from the spool file.
 func TestResumeReplaysExactly(t *testing.T) {
@@ -56,15 +70,7 @@ func TestResumeReplaysExactly(t *testing.T) {
 			original := append([]byte(nil), p.raw.Bytes()...)
 			mid := p.records[len(p.records)/2]
 			p.mu.Unlock()
-			p.send(protocol.Command{Cmd: protocol.CmdResume, From: mid.Seq, Nonce: "r1"})
-			got := p.replayAfter(t, "r1", len(original)-int(mid.Seq))
-			if !bytes.Equal(got, original[mid.Seq:]) {
-				t.Fatal("replay from the middle differs from the original stream")
-			}
-			p.send(protocol.Command{Cmd: protocol.CmdResume, From: 0, Nonce: "r2"})
-			if got := p.replayAfter(t, "r2", len(original)); !bytes.Equal(got, original) {
-				t.Fatal("replay from 0 differs from the original stream")
-			}
+			p.checkReplays(t, original, mid.Seq)
 		})
 	}
 }
