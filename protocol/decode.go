@@ -188,7 +188,7 @@ type Decoder struct {
 // slows down (the buffer is per connection: an idle or slow one keeps the
 // small size).
 const (
-	decoderBufSize    = 4 * MaxRecord
+	decoderBufSize    = MaxRecord
 	decoderBigBufSize = 16 * MaxRecord
 )
 
