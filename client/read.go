@@ -18,7 +18,7 @@ const flushAt = 256 << 10
 // keepPending is the capacity of the pending-output buffer a session keeps
 // however slow its output: a bigger buffer is kept only while the writes
 // fill a good part of it.
-const keepPending = 64 << 10
+const keepPending = 16 << 10
 
 // releaseAfter is how many small writes in a row release a big
 // pending-output buffer. A fast stream's writes alternate between big ones
