@@ -30,6 +30,14 @@ import (
 // one-process, many-jobs client (its memory is measured on its own).
 const kubeJobsCommand = "kube-jobs"
 
+// kubeHeldCommand is kube-jobs with jobs that stay attached: each script
+// sleeps heldFor before its last output, so every job's session is
+// attached at once, as a runner's jobs are for most of their life.
+const kubeHeldCommand = "kube-jobs-held"
+
+// heldFor is how long a held job's script sleeps before its last output.
+const heldFor = 20 * time.Second
+
 // kubeEnv reaches the node through client/kube.
 type kubeEnv struct {
 	cfg      *rest.Config
@@ -95,10 +103,15 @@ func (k *kubeEnv) runJob(ctx context.Context, name string, script []byte, out io
 	return client.Run(ctx, pod.Transport(k.cfg, kube.TransportOptions{}), objs.Job, client.Options{Output: out, ExitShim: true})
 }
 
-// concurrentScript is job i's script and the exact output it must give.
-func concurrentScript(i int) ([]byte, []byte) {
+// concurrentScript is job i's script and the exact output it must give;
+// with hold the script sleeps that long before its last output.
+func concurrentScript(i int, hold time.Duration) ([]byte, []byte) {
 	tag := "job" + strconv.Itoa(i)
-	script := "#!/bin/sh\nn=0\nwhile [ $n -lt 200 ]; do echo \"" + tag + " line $n\"; n=$((n+1)); done\nprintf 'end " + tag + "'\n"
+	sleep := ""
+	if hold > 0 {
+		sleep = fmt.Sprintf("sleep %d\n", int(hold.Seconds()))
+	}
+	script := "#!/bin/sh\nn=0\nwhile [ $n -lt 200 ]; do echo \"" + tag + " line $n\"; n=$((n+1)); done\n" + sleep + "printf 'end " + tag + "'\n"
 	var want bytes.Buffer
 	for n := range 200 {
 		fmt.Fprintf(&want, "%s line %d\n", tag, n)
@@ -114,6 +127,9 @@ type fleetOptions struct {
 	// heapProfile, if set, is where the heap profile at the peak of
 	// RssAnon is written (BENCH_HEAPPROFILE).
 	heapProfile string
+	// hold makes each job's script sleep that long before its last
+	// output (kube-jobs-held).
+	hold time.Duration
 }
 
 // kubeJobsReport is what `harness kube-jobs` prints.
@@ -140,7 +156,7 @@ func kubeJobs(ctx context.Context, kubeconfig string, opts fleetOptions, n int, 
 		return err
 	}
 	return runFleetJobs(k, n, opts, w, func(i int) error {
-		script, want := concurrentScript(i)
+		script, want := concurrentScript(i, opts.hold)
 		var out bytes.Buffer
 		res, err := k.runJob(ctx, "concurrent.sh", script, &out, nil)
 		switch {
@@ -265,6 +281,11 @@ func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger)
 		return nil, err
 	}
 	log.Info("bare pods", "pods", jobs, "exact", bare.rep.Exact, "wall", bare.wall, "max_rss", mib(bare.maxRSS))
+	held, err := runFleet(ctx, cfg, n, kubeHeldCommand, jobs)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("held jobs", "jobs", jobs, "exact", held.rep.Exact, "wall", held.wall, "max_rss", mib(held.maxRSS))
 	sec := &section{}
 	t := &table{head: []string{fmt.Sprintf("%d jobs at once, one process", jobs), "tether (client/kube)", "floor: bare pods (create, watch, log)"}}
 	t.add("outputs exact", fmt.Sprintf("%d of %d", teth.rep.Exact, teth.rep.Jobs), fmt.Sprintf("%d of %d", bare.rep.Exact, bare.rep.Jobs))
@@ -287,7 +308,14 @@ func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger)
 	}
 	t.add("apiserver_request_total growth per job (every client of the node: kubelet, other users)", server(teth), server(bare))
 	sec.tabs = append(sec.tabs, t)
-	for _, f := range []*fleetRun{teth, bare} {
+	ht := &table{head: []string{fmt.Sprintf("%d jobs attached at once (each script sleeps %s before its last output)", jobs, heldFor), "tether (client/kube)"}}
+	ht.add("outputs exact", fmt.Sprintf("%d of %d", held.rep.Exact, held.rep.Jobs))
+	ht.add("wall time, all jobs", ms(held.wall))
+	ht.add("process peak RSS (VmHWM)", mib(held.maxRSS))
+	ht.add("of which anonymous (peak RssAnon)", mib(held.anon))
+	ht.add("at that peak", atPeak(held.rep.Peak))
+	sec.tabs = append(sec.tabs, ht)
+	for _, f := range []*fleetRun{teth, bare, held} {
 		if len(f.rep.Errors) == 0 {
 			continue
 		}
@@ -314,6 +342,13 @@ func concurrentJobs(ctx context.Context, cfg *config, n *node, log *slog.Logger)
 			baseline: fmt.Sprintf("bare-pod process %s (anonymous %s)", mib(bare.maxRSS), mib(bare.anon)),
 			target:   "≤ 64 MiB",
 			verdict:  verdict(teth.maxRSS <= 64<<20),
+		},
+		goal{
+			measure:  fmt.Sprintf("client RSS for %d concurrent jobs, all attached at once (%s each)", jobs, heldFor),
+			tether:   fmt.Sprintf("%s (anonymous %s), %d/%d exact", mib(held.maxRSS), mib(held.anon), held.rep.Exact, held.rep.Jobs),
+			baseline: "—",
+			target:   "≤ 64 MiB",
+			verdict:  verdict(held.maxRSS <= 64<<20 && held.rep.Exact == jobs),
 		},
 		goal{
 			measure:  "API requests per job (the client's own; watches shared)",

@@ -155,7 +155,7 @@ func kubeBare(ctx context.Context, kubeconfig string, opts fleetOptions, n int, 
 		return errors.New("watch the bare pods: the informer did not sync")
 	}
 	return runFleetJobs(k, n, opts, w, func(i int) error {
-		script, want := concurrentScript(i)
+		script, want := concurrentScript(i, 0)
 		name := fmt.Sprintf("bench-bare-%s-%d", run, i)
 		ch := make(chan corev1.PodPhase, 1)
 		mu.Lock()

@@ -28,7 +28,8 @@
 // `harness read-logs PATH` it follows PATH the way GitLab Runner's helper
 // does (see gitlab.go); `harness kube-jobs KUBECONFIG N` runs N jobs at
 // once on a cluster through client/kube (kube.go), in a process of its own
-// so its memory can be measured alone; `harness kube-bare KUBECONFIG N`
+// so its memory can be measured alone (`harness kube-jobs-held` the same
+// with every job attached at once); `harness kube-bare KUBECONFIG N`
 // is their floor: the same scripts in N bare pods (kube_floor.go).
 package main
 
@@ -57,7 +58,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if len(os.Args) > 1 && (os.Args[1] == kubeJobsCommand || os.Args[1] == kubeBareCommand) {
+	if len(os.Args) > 1 && (os.Args[1] == kubeJobsCommand || os.Args[1] == kubeHeldCommand || os.Args[1] == kubeBareCommand) {
 		n, err := strconv.Atoi(os.Args[len(os.Args)-1])
 		if len(os.Args) != 4 || err != nil || n <= 0 {
 			fmt.Fprintf(os.Stderr, "usage: harness %s KUBECONFIG N\n", os.Args[1])
@@ -68,6 +69,9 @@ func main() {
 			jobs = kubeBare
 		}
 		opts := fleetOptions{images: imagesTagged(os.Getenv), heapProfile: os.Getenv("BENCH_HEAPPROFILE")}
+		if os.Args[1] == kubeHeldCommand {
+			opts.hold = heldFor
+		}
 		if opts.heapProfile != "" {
 			runtime.MemProfileRate = 4096 // every allocation's site, near enough
 		}

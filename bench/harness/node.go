@@ -118,6 +118,7 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 		"Latency: as in the local measurement, with the FIFO made in the pod's emptyDir from the node's side (%d samples): through a whole `tether run` process whose stdout is a pipe to the harness (its script first prints its pod's name, so the harness finds the pod), and in this process through client/kube. "+
 		"Concurrency: `harness kube-jobs` in its own process runs %d jobs at once through client/kube, each printing 200 numbered lines and a partial last line, compared byte for byte; "+
 		"then `harness kube-bare`, its floor, runs the same scripts as `sh -c` in as many bare pods of the same image, created by one process, followed by one shared watch to their end, their logs read and compared, deleted. "+
+		"Then `harness kube-jobs-held` runs the same jobs with a sleep before each script's last output, so that every job is attached at once, as a runner's jobs are for most of their life. "+
 		"API requests are counted in each process's HTTP transport. "+
 		"A measurement that fails is reported as FAILED with its error; the others still run.", cfg.repeat, cfg.latency, cfg.nodeJobs))
 	// failed records a measurement that could not be made.
