@@ -23,8 +23,6 @@ const (
 	recentEvents = 2 * time.Minute
 	// maxRecentEvents bounds the kept events however fast they come.
 	maxRecentEvents = 2048
-	// eventListPage is the page size of the feed's lists.
-	eventListPage = 500
 )
 
 // eventFeed follows the events about pods in one namespace and hands each
@@ -33,9 +31,12 @@ const (
 // maxRecentEvents), slimmed, for a subscriber that arrives after its pod's
 // first events — not the namespace's whole event history, which the API
 // server keeps for an hour and a busy namespace fills with thousands. Its
-// list (at the start, and again when a watch cannot resume) is read in
-// pages and keeps only recent events, so that history is never held at
-// once either.
+// list (at the start, and again when a watch cannot resume) reads none of
+// that history either: one event, for the resource version to watch from.
+// The events before it are fetched for one pod only, the one whose job
+// started the feed (pastEvents): a `tether run` sees all of its pod's
+// events, a runner's other jobs at its start only those from then on (the
+// pod's status, which decides the wait, is not an event).
 //
 // It is the store of a client-go Reflector (cache.ReflectorStore), which
 // lists, watches, and retries with backoff.
@@ -67,7 +68,7 @@ func newEventFeed(cs kubernetes.Interface, ns string, deliver func(*corev1.Event
 }
 
 // aboutPods selects the events about pods.
-var aboutPods = fields.OneTermEqualSelector("involvedObject.kind", "Pod").String()
+const aboutPods = "involvedObject.kind=Pod"
 
 // run lists and watches until ctx ends.
 func (f *eventFeed) run(ctx context.Context) {
@@ -81,34 +82,36 @@ func (f *eventFeed) run(ctx context.Context) {
 	cache.NewReflectorWithOptions(lw, &corev1.Event{}, f, cache.ReflectorOptions{Name: "tether pod events in " + f.ns}).RunWithContext(ctx)
 }
 
-// list reads the namespace's events about pods page by page (a consistent
-// snapshot: the pages share the first one's resource version) and returns
-// the recent ones, slimmed, with the snapshot's resource version to watch
-// from.
+// list returns no events and the resource version to watch from: that of
+// a one-event list of the events about pods (a consistent read).
 func (f *eventFeed) list(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	o.FieldSelector = aboutPods
-	o.ResourceVersion, o.ResourceVersionMatch = "", "" // pages need a consistent read
-	o.Limit, o.Continue = eventListPage, ""
-	now := f.now()
-	out := &corev1.EventList{}
-	for {
-		page, err := f.client.CoreV1().Events(f.ns).List(ctx, o)
-		if err != nil {
-			return nil, fmt.Errorf("list the events of namespace %s: %w", f.ns, err)
-		}
-		if out.ResourceVersion == "" {
-			out.ResourceVersion = page.ResourceVersion
-		}
-		for i := range page.Items {
-			if e := &page.Items[i]; isRecent(e, now) {
-				out.Items = append(out.Items, *slimEvent(e))
-			}
-		}
-		if page.Continue == "" {
-			return out, nil
-		}
-		o.Continue = page.Continue
+	o.ResourceVersion, o.ResourceVersionMatch = "", ""
+	o.Limit, o.Continue = 1, ""
+	page, err := f.client.CoreV1().Events(f.ns).List(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("list the events of namespace %s: %w", f.ns, err)
 	}
+	return &corev1.EventList{ListMeta: metav1.ListMeta{ResourceVersion: page.ResourceVersion}}, nil
+}
+
+// pastEvents returns the recent events about pod name that are older than
+// the feed's watch, slimmed.
+func (f *eventFeed) pastEvents(ctx context.Context, name string) ([]*corev1.Event, error) {
+	sel := fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.kind", "Pod"),
+		fields.OneTermEqualSelector("involvedObject.name", name)).String()
+	list, err := f.client.CoreV1().Events(f.ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list the events of pod %s/%s: %w", f.ns, name, err)
+	}
+	now := f.now()
+	var out []*corev1.Event
+	for i := range list.Items {
+		if e := &list.Items[i]; e.InvolvedObject.Name == name && isRecent(e, now) {
+			out = append(out, slimEvent(e))
+		}
+	}
+	return out, nil
 }
 
 // isRecent reports whether e happened within recentEvents of now (an event
@@ -180,9 +183,8 @@ func (f *eventFeed) Delete(any) error { return nil }
 // Resync does nothing: the reflector has no resync period.
 func (f *eventFeed) Resync() error { return nil }
 
-// Replace is a list's result (already recent and slim): it replaces the
-// kept events and is delivered, since a relist may carry events the broken
-// watch missed (subscribers ignore repeats).
+// Replace is a list's result (no events, see list): it replaces the kept
+// events and what it carries is delivered.
 func (f *eventFeed) Replace(list []any, _ string) error {
 	var evs []*corev1.Event
 	for _, obj := range list {

@@ -38,15 +38,17 @@ func podEvent(name, pod, reason string, at time.Time) *corev1.Event {
 	}
 }
 
-// The feed's list keeps only recent events (the namespace's older history
-// is neither kept nor delivered), slimmed; its watch delivers each new
-// event to the subscribers' callback and keeps it for later subscribers.
-func TestEventFeedKeepsRecentEventsOnly(t *testing.T) {
+// The feed's list keeps none of the namespace's event history (it only
+// learns where to watch from); its watch delivers each new event to the
+// subscribers' callback and keeps it for later subscribers; pastEvents
+// returns one pod's recent events from before, slimmed.
+func TestEventFeedWatchesFromNow(t *testing.T) {
 	now := time.Now()
 	cs := fake.NewClientset(
 		podEvent("old.1", "old-pod", "Scheduled", now.Add(-time.Hour)),
 		podEvent("old.2", "p", "Pulled", now.Add(-recentEvents-time.Minute)),
 		podEvent("new.1", "p", "Scheduled", now.Add(-10*time.Second)),
+		podEvent("new.2", "q", "Scheduled", now.Add(-10*time.Second)),
 	)
 	var got delivered
 	f := newEventFeed(cs, "ci", got.add)
@@ -54,18 +56,22 @@ func TestEventFeedKeepsRecentEventsOnly(t *testing.T) {
 	defer cancel()
 	go f.run(ctx)
 	waitFor(t, "the feed's first list", f.hasSynced)
-	if evs := f.recent("p"); len(evs) != 1 || evs[0].Reason != "Scheduled" || len(evs[0].ManagedFields) != 0 {
-		t.Fatalf("kept events about p: %v; want only the recent Scheduled", reasons(evs))
+	if evs := f.recent("p"); len(evs) != 0 {
+		t.Fatalf("kept events from before the feed: %v", reasons(evs))
 	}
-	if evs := f.recent("old-pod"); len(evs) != 0 {
-		t.Fatalf("kept events of an hour ago: %v", reasons(evs))
-	}
-	if _, err := cs.CoreV1().Events("ci").Create(ctx, podEvent("new.2", "p", "Started", now), metav1.CreateOptions{}); err != nil {
+	past, err := f.pastEvents(ctx, "p")
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the watched event", func() bool { return len(f.recent("p")) == 2 })
-	if d := got.all(); fmt.Sprint(d) != "[p/Scheduled p/Started]" {
-		t.Errorf("delivered %v, want [p/Scheduled p/Started]", d)
+	if len(past) != 1 || past[0].Reason != "Scheduled" || past[0].InvolvedObject.Name != "p" || len(past[0].ManagedFields) != 0 {
+		t.Fatalf("past events of p: %v; want only its recent Scheduled", reasons(past))
+	}
+	if _, err := cs.CoreV1().Events("ci").Create(ctx, podEvent("new.3", "p", "Started", now), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the watched event", func() bool { return len(f.recent("p")) == 1 })
+	if d := got.all(); fmt.Sprint(d) != "[p/Started]" {
+		t.Errorf("delivered %v, want [p/Started]", d)
 	}
 }
 

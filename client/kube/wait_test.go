@@ -229,3 +229,33 @@ func TestWaitRunningEndsAtStartedEvent(t *testing.T) {
 		t.Fatal("WaitRunning did not end at the build container's Started event")
 	}
 }
+
+// The job whose wait starts the event watch still sees its pod's events
+// from before it (a `tether run` creates its pod first): a build container
+// that already has its Started event ends the wait, though the pod's
+// status never says Running.
+func TestWaitRunningSeesItsPodsEarlierEvents(t *testing.T) {
+	cs := fakeCluster()
+	objs, err := Build(testSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := Create(ctx, cs, objs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "build-started", Namespace: "ci", CreationTimestamp: metav1.Now()},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ci", Name: p.Name, UID: p.UID,
+			FieldPath: "spec.containers{" + BuildContainer + "}"},
+		Type: corev1.EventTypeNormal, Reason: "Started", Message: "Started container",
+	}
+	if _, err := cs.CoreV1().Events("ci").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitRunning(ctx, WaitOptions{Timeout: 5 * time.Second}); err != nil {
+		t.Fatalf("WaitRunning: %v; want it ended by the earlier Started event", err)
+	}
+}

@@ -131,7 +131,8 @@ func (s *podSub) take() (*corev1.Pod, bool, []*corev1.Event) {
 func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, release func()) {
 	w.mu.Lock()
 	nw := w.ns[ns]
-	if nw == nil {
+	started := nw == nil
+	if started {
 		nw = w.start(ns)
 		w.ns[ns] = nw
 	}
@@ -157,9 +158,20 @@ func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, releas
 
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), nw.pods.HasSynced, nw.events.hasSynced) {
-			close(sub.synced)
+		if !cache.WaitForCacheSync(ctx.Done(), nw.pods.HasSynced, nw.events.hasSynced) {
+			return
 		}
+		if started {
+			// The feed watches from its start: the events of the pod
+			// whose job started it may be older (they repeat nothing
+			// for the subscriber, which ignores repeats).
+			if evs, err := nw.events.pastEvents(ctx, name); err == nil {
+				for _, e := range evs {
+					sub.addEvent(e)
+				}
+			}
+		}
+		close(sub.synced)
 	}()
 	var once sync.Once
 	return sub, func() {
