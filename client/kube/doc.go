@@ -16,9 +16,11 @@
 //	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{}), objs.Job, opts)
 //	_ = pod.Delete(context.WithoutCancel(ctx))
 //
-// Transport implements client.Transport over the pods/attach subresource
-// with client-go's remotecommand: WebSocket (v5) first, SPDY when the
-// WebSocket upgrade fails, as kubectl does. Each Connect is one attach
+// Transport implements client.Transport over the pods/attach subresource:
+// WebSocket (the v5.channel.k8s.io subprotocol, with a small client of its
+// own that reads the frames straight into the session's buffer) first,
+// client-go's SPDY executor when the WebSocket upgrade fails, as kubectl
+// does. Each Connect is one attach
 // session; the client session re-attaches after a drop and resumes the
 // shim's record stream, so nothing is lost or repeated. Transport is also a
 // client.LogSource: when the container has already ended, the session reads
