@@ -14,7 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -125,8 +125,8 @@ func kubeBare(ctx context.Context, kubeconfig string, opts fleetOptions, n int, 
 	run := randomName("r")
 	// One informer (list + watch, relisting when the watch breaks) for
 	// all the pods, as Tether shares one per namespace.
-	factory := informers.NewSharedInformerFactoryWithOptions(k.cs, 0, informers.WithNamespace(k.ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = bareLabel + "=" + run }))
+	inf := coreinformers.NewFilteredPodInformer(k.cs, k.ns, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = bareLabel + "=" + run })
 	var mu sync.Mutex
 	ended := map[string]chan corev1.PodPhase{}
 	notify := func(obj any) {
@@ -141,7 +141,6 @@ func kubeBare(ctx context.Context, kubeconfig string, opts fleetOptions, n int, 
 		}
 		mu.Unlock()
 	}
-	inf := factory.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    notify,
 		UpdateFunc: func(_, obj any) { notify(obj) },
@@ -150,7 +149,7 @@ func kubeBare(ctx context.Context, kubeconfig string, opts fleetOptions, n int, 
 	}
 	stop := make(chan struct{})
 	defer close(stop)
-	factory.Start(stop)
+	go inf.Run(stop)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return errors.New("watch the bare pods: the informer did not sync")
 	}
