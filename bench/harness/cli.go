@@ -104,7 +104,7 @@ func cliSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logge
 	sec := &section{title: "As a user runs it (CLI)"}
 	catCLI, tetherCLI := cliPaths(cfg)
 	sec.notes = append(sec.notes, fmt.Sprintf(
-		"Whole command lines, defaults everywhere: %s against %s (bin/tether starts bin/tether-shim as its child; no spool file: `tether run --local` replays from the shim's memory window). "+
+		"Whole command lines, defaults everywhere: %s against %s (bin/tether starts bin/tether-shim as its child; no spool file: `tether run --local` replays from the shim's memory window, kept in pipes; bulk output travels in block records the shim moves with splice/tee without reading them). "+
 			"%s per run, %d rounds with the two interleaved; best and median. "+
 			"Relay CPU = CPU time of the command's whole process tree (wait4's usage) minus the script's own (the shell's `times` after its output): "+
 			"tether-shim + tether for Tether, `cat` (and the outer shell) for the baseline. The output goes to /dev/null as in a user's run; "+
