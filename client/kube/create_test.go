@@ -28,6 +28,22 @@ func fakeCluster() *fake.Clientset {
 	return cs
 }
 
+// createTestPod builds testSpec's objects and creates them in a new fake
+// cluster.
+func createTestPod(ctx context.Context, t *testing.T) (*fake.Clientset, *Objects, *Pod) {
+	t.Helper()
+	cs := fakeCluster()
+	objs, err := Build(testSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Create(ctx, cs, objs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, objs, p
+}
+
 // verbs lists "verb resource" for every action, in order.
 func verbs(cs *fake.Clientset) []string {
 	var out []string
@@ -38,15 +54,7 @@ func verbs(cs *fake.Clientset) []string {
 }
 
 func TestCreatePodFirstThenOwnedObjects(t *testing.T) {
-	cs := fakeCluster()
-	objs, err := Build(testSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Create(context.Background(), cs, objs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, objs, p := createTestPod(context.Background(), t)
 	if got, want := strings.Join(verbs(cs), ", "), "create pods, create configmaps, create secrets"; got != want {
 		t.Fatalf("actions %q, want %q", got, want)
 	}
@@ -114,15 +122,7 @@ func TestCreateOwnedObjectFailureDeletesPod(t *testing.T) {
 }
 
 func TestDeleteToleratesGonePod(t *testing.T) {
-	cs := fakeCluster()
-	objs, err := Build(testSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Create(context.Background(), cs, objs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, p := createTestPod(context.Background(), t)
 	if err := p.Delete(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -138,15 +138,7 @@ func TestDeleteGrace(t *testing.T) {
 		grace time.Duration
 		want  *int64
 	}{{0, nil}, {3 * time.Second, new(int64(3))}, {1500 * time.Millisecond, new(int64(2))}} {
-		cs := fakeCluster()
-		objs, err := Build(testSpec())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Create(context.Background(), cs, objs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs, _, p := createTestPod(context.Background(), t)
 		var got *metav1.DeleteOptions
 		cs.PrependReactor("delete", "pods", func(a ktesting.Action) (bool, runtime.Object, error) {
 			o := a.(ktesting.DeleteAction).GetDeleteOptions()

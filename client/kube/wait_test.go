@@ -128,17 +128,9 @@ func TestWaitRunningFollowsWatch(t *testing.T) {
 		}, "image nope:1 of container build cannot be pulled: ImagePullBackOff"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := fakeCluster()
-			objs, err := Build(testSpec())
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			p, err := Create(ctx, cs, objs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cs, _, p := createTestPod(ctx, t)
 			go func() {
 				time.Sleep(300 * time.Millisecond)
 				pod, err := cs.CoreV1().Pods("ci").Get(ctx, p.Name, metav1.GetOptions{})
@@ -149,7 +141,7 @@ func TestWaitRunningFollowsWatch(t *testing.T) {
 				_, _ = cs.CoreV1().Pods("ci").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 			}()
 			start := time.Now()
-			err = p.WaitRunning(ctx, WaitOptions{Timeout: 10 * time.Second})
+			err := p.WaitRunning(ctx, WaitOptions{Timeout: 10 * time.Second})
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("WaitRunning: %v", err)
@@ -184,29 +176,26 @@ func TestPullFailureEvent(t *testing.T) {
 	}
 }
 
+// startedEvent is the kubelet's Started event for the container at
+// fieldPath of p (in namespace "ci").
+func startedEvent(p *Pod, name, fieldPath string) *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ci", Name: p.Name, UID: p.UID,
+			FieldPath: fieldPath},
+		Type: corev1.EventTypeNormal, Reason: "Started", Message: "Started container",
+	}
+}
+
 // TestWaitRunningEndsAtStartedEvent: the kubelet's "Started" event for the
 // build container ends the wait before the pod's status says Running; the
 // same event for the init container does not.
 func TestWaitRunningEndsAtStartedEvent(t *testing.T) {
-	cs := fakeCluster()
-	objs, err := Build(testSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := Create(ctx, cs, objs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, _, p := createTestPod(ctx, t)
 	event := func(name, fieldPath string) {
-		ev := &corev1.Event{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci"},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ci", Name: p.Name, UID: p.UID,
-				FieldPath: fieldPath},
-			Type: corev1.EventTypeNormal, Reason: "Started", Message: "Started container",
-		}
-		if _, err := cs.CoreV1().Events("ci").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		if _, err := cs.CoreV1().Events("ci").Create(ctx, startedEvent(p, name, fieldPath), metav1.CreateOptions{}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -235,23 +224,11 @@ func TestWaitRunningEndsAtStartedEvent(t *testing.T) {
 // that already has its Started event ends the wait, though the pod's
 // status never says Running.
 func TestWaitRunningSeesItsPodsEarlierEvents(t *testing.T) {
-	cs := fakeCluster()
-	objs, err := Build(testSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := Create(ctx, cs, objs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: "build-started", Namespace: "ci", CreationTimestamp: metav1.Now()},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ci", Name: p.Name, UID: p.UID,
-			FieldPath: "spec.containers{" + BuildContainer + "}"},
-		Type: corev1.EventTypeNormal, Reason: "Started", Message: "Started container",
-	}
+	cs, _, p := createTestPod(ctx, t)
+	ev := startedEvent(p, "build-started", "spec.containers{"+BuildContainer+"}")
+	ev.CreationTimestamp = metav1.Now()
 	if _, err := cs.CoreV1().Events("ci").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -59,22 +59,14 @@ func countCalls(cs *fake.Clientset) *apiCalls {
 // watch) is retried with backoff: within a 3 s wait a handful of requests,
 // not a Get+Watch loop running as fast as the server answers.
 func TestWaitRunningBacksOffAFailingWatch(t *testing.T) {
-	cs := fakeCluster()
-	objs, err := Build(testSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	p, err := Create(ctx, cs, objs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, _, p := createTestPod(ctx, t)
 	calls := countCalls(cs)
 	cs.PrependWatchReactor("pods", func(a ktesting.Action) (bool, watch.Interface, error) {
 		calls.count(a)
 		return true, nil, errors.New(`pods is forbidden: User "runner" cannot watch resource "pods"`)
 	})
-	err = p.WaitRunning(ctx, WaitOptions{Timeout: 3 * time.Second})
+	err := p.WaitRunning(ctx, WaitOptions{Timeout: 3 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "did not start within 3s") {
 		t.Fatalf("WaitRunning: %v; want the start timeout", err)
 	}
