@@ -36,8 +36,17 @@ func script(t *testing.T, name, body string) string {
 // startShim starts a real tether-shim, closed at the end of the test.
 func startShim(t *testing.T, args ...string) *local.Shim {
 	t.Helper()
+	return startShimConfig(t, local.Config{Args: args})
+}
+
+// startShimConfig starts the test's tether-shim with cfg (its Shim and
+// Stderr are set here), closed at the end of the test; its stderr is
+// logged if the test failed.
+func startShimConfig(t *testing.T, cfg local.Config) *local.Shim {
+	t.Helper()
 	var stderr syncbuf.Buffer
-	s, err := local.Start(context.Background(), local.Config{Shim: shimBin, Args: args, Stderr: &stderr})
+	cfg.Shim, cfg.Stderr = shimBin, &stderr
+	s, err := local.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -431,19 +431,7 @@ func TestMemoryReplayResumesAfterRandomCuts(t *testing.T) {
 	path, data := textFile(t, 8<<20)
 	data = bytes.Repeat(data, 8)
 	body := fmt.Sprintf("for i in $(seq 8); do cat %s; done\n", path)
-	var stderr syncbuf.Buffer
-	s, err := local.Start(context.Background(), local.Config{Shim: shimBin, Stderr: &stderr, MemoryReplay: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close shim: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("shim stderr:\n%s", stderr.String())
-		}
-	})
+	s := startShimConfig(t, local.Config{MemoryReplay: true})
 	if args, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.Pid())); err != nil || bytes.Contains(args, []byte("spool-dir")) ||
 		!bytes.Contains(args, []byte("--replay-bytes="+strconv.Itoa(window))) {
 		t.Fatalf("shim arguments %q (%v): want no spool directory and a %d-byte window", args, err, window)
