@@ -50,8 +50,8 @@ func pipeOf(f *os.File) (rawPipe, bool) {
 // script's pipe is locked only to move pages out of it. Its ends are
 // non-blocking: the shim is its only reader, so it must never wait on it.
 type stage struct {
-	r, w int
-	n    int        // bytes in the pipe
+	out  pipeEnds   // the staging pipe itself
+	n    int        // bytes in it
 	in   pipeEnds   // the intake: a batch taken out of the script's pipe
 	hdr  pipeEnds   // the header pipe: the batch's block headers
 	cuts []blockCut // the batch's blocks
@@ -60,13 +60,23 @@ type stage struct {
 // pipeEnds are the two ends of a pipe the shim made for itself.
 type pipeEnds struct{ r, w int }
 
-func newPipe() (pipeEnds, error) {
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
-		return pipeEnds{}, os.NewSyscallError("pipe2", err)
+// newPipe makes a non-blocking pipe for the shim's own use and asks for a
+// buffer of size bytes. It returns the capacity the kernel gave: less when
+// the user's pipe-buffer limits refuse (one page, past the soft limit).
+func newPipe(size int) (pipeEnds, int, error) {
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+		return pipeEnds{}, 0, os.NewSyscallError("pipe2", err)
 	}
-	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, uintptr(p[1]), fSetPipeSz, pipeSize)
-	return pipeEnds{r: p[0], w: p[1]}, nil
+	p := pipeEnds{r: fds[0], w: fds[1]}
+	got, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(p.w), fSetPipeSz, uintptr(size))
+	if e != 0 {
+		got, _, e = syscall.Syscall(syscall.SYS_FCNTL, uintptr(p.w), fGetPipeSz, 0)
+		if e != 0 {
+			got = 0
+		}
+	}
+	return p, int(got), nil
 }
 
 func (p pipeEnds) close() {
@@ -75,28 +85,23 @@ func (p pipeEnds) close() {
 }
 
 func newStage() (*stage, error) {
-	out, err := newPipe()
-	if err != nil {
-		return nil, err
+	var st stage
+	for _, p := range []*pipeEnds{&st.out, &st.in, &st.hdr} {
+		var err error
+		if *p, _, err = newPipe(pipeSize); err != nil {
+			st.close()
+			return nil, err
+		}
 	}
-	in, err := newPipe()
-	if err != nil {
-		out.close()
-		return nil, err
-	}
-	hdr, err := newPipe()
-	if err != nil {
-		out.close()
-		in.close()
-		return nil, err
-	}
-	return &stage{r: out.r, w: out.w, in: in, hdr: hdr}, nil
+	return &st, nil
 }
 
 func (s *stage) close() {
-	pipeEnds{s.r, s.w}.close()
-	s.in.close()
-	s.hdr.close()
+	for _, p := range []pipeEnds{s.out, s.in, s.hdr} {
+		if p != (pipeEnds{}) {
+			p.close()
+		}
+	}
 }
 
 // Blocks sends the n bytes waiting in the pipe src (a script's output) as
@@ -228,7 +233,7 @@ func spliceWaiting(from, to, n int) (int, error) {
 func (e *emitter) stageFrom(from, n int) error {
 	st := e.stage
 	for n > 0 {
-		k, err := syscall.Splice(from, nil, st.w, nil, n, spliceNonblock)
+		k, err := syscall.Splice(from, nil, st.out.w, nil, n, spliceNonblock)
 		switch {
 		case errors.Is(err, syscall.EINTR):
 			continue
@@ -262,7 +267,7 @@ const spliceNonblock = 0x2
 func (e *emitter) sendStage() error {
 	st := e.stage
 	for st.n > 0 {
-		k, err := syscall.Tee(st.r, e.outPipe.fd, st.n, 0)
+		k, err := syscall.Tee(st.out.r, e.outPipe.fd, st.n, 0)
 		switch {
 		case errors.Is(err, syscall.EINTR):
 			continue
@@ -276,7 +281,7 @@ func (e *emitter) sendStage() error {
 		case k <= 0:
 			return fmt.Errorf("write records to stdout (tee): no progress with %d bytes staged", st.n)
 		}
-		if err := e.store.AppendFrom(st.r, int(k)); err != nil {
+		if err := e.store.AppendFrom(st.out.r, int(k)); err != nil {
 			return err
 		}
 		st.n -= int(k)

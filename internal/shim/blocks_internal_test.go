@@ -44,7 +44,7 @@ func blocksThroughOnePagePipes(t *testing.T, store replayStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, fd := range []int{st.w, st.in.w, st.hdr.w} {
+	for _, fd := range []int{st.out.w, st.in.w, st.hdr.w} {
 		if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), fSetPipeSz, 4096); e != 0 {
 			t.Fatalf("shrink a staging pipe: %v", e)
 		}

@@ -58,14 +58,11 @@ func newPipeStore(max int64) (*pipeStore, bool) {
 
 // newSegment makes a pipe of s.size bytes for the stream's end.
 func (s *pipeStore) newSegment() (*pipeSegment, error) {
-	var fds [2]int
-	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
-		return nil, os.NewSyscallError("pipe2", err)
+	p, size, err := newPipe(s.size)
+	if err != nil {
+		return nil, err
 	}
-	p := pipeEnds{r: fds[0], w: fds[1]}
-	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, uintptr(p.w), fSetPipeSz, uintptr(s.size))
-	size, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(p.w), fGetPipeSz, 0)
-	if e != 0 || int(size) < s.size {
+	if size < s.size {
 		p.close()
 		return nil, fmt.Errorf("make a replay pipe of %d bytes: the user's pipe-buffer limit allows %d", s.size, size)
 	}
