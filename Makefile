@@ -16,14 +16,14 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-shim ./cmd/shim
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether ./cmd/client
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether ./cmd/tether
 
 # make install: tether and tether-shim side by side in GOBIN (default
 # $(go env GOPATH)/bin), where the local backend finds the shim next to tether.
 install:
 	@dest="$$($(GO) env GOBIN)"; [ -n "$$dest" ] || dest="$$($(GO) env GOPATH)/bin"; mkdir -p "$$dest"; \
 	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether-shim" ./cmd/shim && \
-	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether" ./cmd/client && \
+	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether" ./cmd/tether && \
 	  echo "installed $$dest/tether and $$dest/tether-shim"
 
 # make test: lint, then every unit, real-process and in-process attach test,

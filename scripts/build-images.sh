@@ -124,7 +124,7 @@ oci_image() {
   local name=$1 pkg p os arch bins=()
   case "$name" in
     tether-shim) pkg=./cmd/shim ;;
-    tether) pkg=./cmd/client ;;
+    tether) pkg=./cmd/tether ;;
   esac
   for p in "${oci_platforms[@]}"; do
     os=${p%/*} arch=${p#*/}

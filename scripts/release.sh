@@ -45,7 +45,7 @@ build() { # build NAME PKG OS ARCH
   log "$out"
 }
 for p in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
-  build tether ./cmd/client "${p%/*}" "${p#*/}"
+  build tether ./cmd/tether "${p%/*}" "${p#*/}"
 done
 for p in linux/amd64 linux/arm64; do
   build tether-shim ./cmd/shim "${p%/*}" "${p#*/}"

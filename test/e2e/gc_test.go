@@ -108,11 +108,11 @@ var gcBinary = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "tether")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/client")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/tether")
 	cmd.Dir = gcRepoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/client: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/tether: %v\n%s", err, out)
 	}
 	return bin, nil
 })

@@ -54,7 +54,7 @@ var tetherCLI = sync.OnceValues(func() (string, error) {
 		dir = "/var/tmp/tether-e2e"
 	}
 	bin := filepath.Join(dir, "cli", strconv.Itoa(os.Getpid()), "tether")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/client")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/tether")
 	cmd.Dir = filepath.Join(wd, "..", "..")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

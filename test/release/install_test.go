@@ -11,8 +11,8 @@ import (
 
 // Both ways of installing give a tether whose local backend finds its shim
 // with nothing else on PATH: `make install` (tether and tether-shim), and
-// `go install ./cmd/...` (the shim is installed as tether-shim by
-// cmd/tether-shim; the CLI keeps its directory's name, client).
+// `go install ./cmd/...` (the CLI as tether, from cmd/tether, and the shim
+// as tether-shim too, from cmd/tether-shim).
 func TestInstallFindsShim(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "job.sh")
 	if err := os.WriteFile(script, []byte("echo installed-ok\n"), 0o755); err != nil {
@@ -25,7 +25,7 @@ func TestInstallFindsShim(t *testing.T) {
 		want []string
 	}{
 		{"make install", []string{"make", "install"}, "tether", []string{"tether", "tether-shim"}},
-		{"go install ./cmd/...", []string{"go", "install", "-trimpath", "./cmd/..."}, "client", []string{"client", "shim", "tether-shim"}},
+		{"go install ./cmd/...", []string{"go", "install", "-trimpath", "./cmd/..."}, "tether", []string{"shim", "tether", "tether-shim"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gobin := t.TempDir()

@@ -20,7 +20,7 @@ const (
 	// Shim is tether-shim's main package.
 	Shim = "github.com/tether-ci/tether/cmd/shim"
 	// Client is the tether CLI's main package.
-	Client = "github.com/tether-ci/tether/cmd/client"
+	Client = "github.com/tether-ci/tether/cmd/tether"
 )
 
 // Build builds the main package pkg to dir/name and returns the binary's
