@@ -1,10 +1,8 @@
 package kube
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +10,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tether-ci/tether/client"
-	"github.com/tether-ci/tether/protocol"
 )
 
 // ReasonOOMKilled is the container status reason of a container the
@@ -44,8 +41,9 @@ type ContainerEndedError struct {
 	Namespace, Pod, Container string
 	// ExitCode, Reason and Message are from the container's terminated
 	// state; Reason is ReasonOOMKilled, "Error", "Completed", …. Message
-	// keeps only the lines of the termination message that are not the
-	// shim's records (its stderr diagnostics, say).
+	// keeps only the shim's own diagnostics from the termination message
+	// (see diagnostics): no records, no script output, no goroutine
+	// traces, at most a few lines.
 	ExitCode int32
 	Reason   string
 	Message  string
@@ -144,23 +142,4 @@ func containerStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool
 		}
 	}
 	return corev1.ContainerStatus{}, false
-}
-
-// diagnostics returns the lines of a shim container's termination message
-// (the tail of its log) that are not records, joined by "; ".
-func diagnostics(msg string) string {
-	var keep []string
-	sc := bufio.NewScanner(strings.NewReader(msg))
-	sc.Buffer(nil, protocol.MaxRecord+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		if _, _, err := protocol.Parse([]byte(sc.Text()+"\n"), nil); err == nil {
-			continue
-		}
-		keep = append(keep, line)
-	}
-	return strings.Join(keep, "; ")
 }
