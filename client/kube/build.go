@@ -20,6 +20,11 @@ import (
 // the pod sees them.
 type Objects struct {
 	Pod *corev1.Pod
+	// Fallback is the pod Create makes instead of Pod when the API server
+	// drops Pod's image volume (Spec.ShimFrom ShimFromImage on a cluster
+	// without image volumes): the same pod with the shim's init container.
+	// Nil for other pods.
+	Fallback *corev1.Pod
 	// ConfigMap holds the scripts; nil for a Spec.Serve pod.
 	ConfigMap *corev1.ConfigMap
 	// Secret is nil when the job has no variables.
@@ -84,13 +89,26 @@ func Build(spec Spec) (*Objects, error) {
 		objs.Secret = sec
 	}
 
-	objs.Pod = buildPod(s, meta(s.Name), objs)
-	if s.PodPatch != nil {
-		if objs.Pod, err = applyPodPatch(objs.Pod, s.PodPatch); err != nil {
+	if objs.Pod, err = patchedPod(s, meta(s.Name), objs); err != nil {
+		return nil, err
+	}
+	if s.ShimFrom == ShimFromImage {
+		init := s
+		init.ShimFrom = ShimFromInit
+		if objs.Fallback, err = patchedPod(init, meta(s.Name), objs); err != nil {
 			return nil, err
 		}
 	}
 	return objs, nil
+}
+
+// patchedPod is buildPod with Spec.PodPatch applied.
+func patchedPod(s Spec, meta metav1.ObjectMeta, objs *Objects) (*corev1.Pod, error) {
+	pod := buildPod(s, meta, objs)
+	if s.PodPatch == nil {
+		return pod, nil
+	}
+	return applyPodPatch(pod, s.PodPatch)
 }
 
 // buildPod returns the pod of docs/ARCHITECTURE.md's layout, with the
@@ -180,17 +198,17 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 			ServiceAccountName: s.ServiceAccountName,
 			NodeSelector:       maps.Clone(s.NodeSelector),
 			SecurityContext:    s.PodSecurityContext,
-			InitContainers: []corev1.Container{{
-				Name:            InitContainer,
-				Image:           s.HelperImage,
-				ImagePullPolicy: s.PullPolicy,
-				Command:         []string{"/tether-shim", "copy", InitMountPath + "/bin/tether-shim"},
-				VolumeMounts:    []corev1.VolumeMount{{Name: "tether", MountPath: InitMountPath}},
-				SecurityContext: initSecurityContext(s.PodSecurityContext),
-			}},
-			Containers: []corev1.Container{build},
-			Volumes:    volumes,
+			Containers:         []corev1.Container{build},
+			Volumes:            volumes,
 		},
+	}
+	if s.ShimFrom == ShimFromImage {
+		vol, mount := shimImageVolume(s.HelperImage, s.PullPolicy)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, mount)
+		build = pod.Spec.Containers[0]
+	} else {
+		pod.Spec.InitContainers = []corev1.Container{shimInitContainer(s.HelperImage, s.PullPolicy, s.PodSecurityContext)}
 	}
 	if s.Helper != nil {
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, helperContainer(s, build))

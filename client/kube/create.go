@@ -70,9 +70,13 @@ func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *sl
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	pod, err := cs.CoreV1().Pods(objs.Pod.Namespace).Create(ctx, objs.Pod, metav1.CreateOptions{})
+	want, err := podToCreate(ctx, cs, objs, log)
 	if err != nil {
-		return nil, fmt.Errorf("create pod %s/%s: %w%s", objs.Pod.Namespace, objs.Pod.Name, err, hint(err))
+		return nil, err
+	}
+	pod, err := cs.CoreV1().Pods(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create pod %s/%s: %w%s", want.Namespace, want.Name, err, hint(err))
 	}
 	p := &Pod{Client: cs, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
 		Container: BuildContainer, Job: objs.Job, Logger: log}
@@ -102,6 +106,30 @@ func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *sl
 		}
 	}
 	return p, nil
+}
+
+// podToCreate returns objs.Pod, or objs.Fallback when the API server drops
+// the image volume that carries the shim to objs.Pod (the ImageVolume
+// feature off, or a Kubernetes older than 1.31): it keeps the pod and
+// silently drops the volume and its mounts, and the build container could
+// never start. A dry run of the create shows what the server would store.
+func podToCreate(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *slog.Logger) (*corev1.Pod, error) {
+	if objs.Fallback == nil {
+		return objs.Pod, nil
+	}
+	if _, ok := shimImage(objs.Pod); !ok {
+		return objs.Pod, nil
+	}
+	dry, err := cs.CoreV1().Pods(objs.Pod.Namespace).Create(ctx, objs.Pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return nil, fmt.Errorf("create pod %s/%s (dry run): %w%s", objs.Pod.Namespace, objs.Pod.Name, err, hint(err))
+	}
+	if _, ok := shimImage(dry); ok {
+		return objs.Pod, nil
+	}
+	log.Info("the API server drops image volumes (Kubernetes before 1.35 without the ImageVolume feature gate, or before 1.31): an init container copies the shim instead",
+		"pod", objs.Pod.Namespace+"/"+objs.Pod.Name)
+	return objs.Fallback, nil
 }
 
 // hint adds advice for common API errors.

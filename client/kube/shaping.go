@@ -208,10 +208,11 @@ func applyShaping(s Spec, pod *corev1.Pod) {
 	ps := &pod.Spec
 	build := &ps.Containers[0]
 	build.Resources = *s.Resources.DeepCopy()
-	init := &ps.InitContainers[0]
-	init.Resources = *s.InitResources.DeepCopy()
-	if len(init.Resources.Requests)+len(init.Resources.Limits) == 0 {
-		init.Resources = *s.Resources.DeepCopy()
+	if init := container(ps.InitContainers, InitContainer); init != nil {
+		init.Resources = *s.InitResources.DeepCopy()
+		if len(init.Resources.Requests)+len(init.Resources.Limits) == 0 {
+			init.Resources = *s.Resources.DeepCopy()
+		}
 	}
 	ps.Tolerations = slices.Clone(s.Tolerations)
 	if s.Affinity != nil {
@@ -250,7 +251,7 @@ func applyShaping(s Spec, pod *corev1.Pod) {
 			c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: svc.Env[k]})
 		}
 		// Native sidecars start after the init container that copies the
-		// shim, in order, before the build container.
+		// shim (if there is one), in order, before the build container.
 		ps.InitContainers = append(ps.InitContainers, c)
 		aliases = append(aliases, svc.Aliases...)
 	}

@@ -113,6 +113,9 @@ type Spec struct {
 	Image string
 	// HelperImage carries tether-shim; default DefaultHelperImage.
 	HelperImage string
+	// ShimFrom is how the build container gets tether-shim from
+	// HelperImage: ShimFromInit (the default) or ShimFromImage.
+	ShimFrom ShimSource
 	// PullPolicy applies to both images; "" lets Kubernetes decide.
 	PullPolicy corev1.PullPolicy
 	// Scripts are the main scripts, After the after-scripts.
@@ -276,6 +279,13 @@ func (s Spec) withDefaults() (Spec, error) {
 	}
 	if s.HelperImage == "" {
 		s.HelperImage = DefaultHelperImage()
+	}
+	switch s.ShimFrom {
+	case "":
+		s.ShimFrom = ShimFromInit
+	case ShimFromInit, ShimFromImage:
+	default:
+		return s, fmt.Errorf("kube: Spec.ShimFrom %q: want %q or %q", s.ShimFrom, ShimFromInit, ShimFromImage)
 	}
 	suffix := randomSuffix(5)
 	if s.Name == "" {

@@ -35,6 +35,7 @@ type shapingFlags struct {
 	ServiceResources resourceFlags // --service-cpu, --service-memory, --service-requests, --service-limits
 	ScheduleTimeout  time.Duration // --schedule-timeout
 	TerminationGrace graceFlag     // --termination-grace-period
+	ShimFrom         string        // --shim-from init|image
 }
 
 // registerShapingFlags adds the pod-shaping flags to fs.
@@ -55,12 +56,13 @@ func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 	fs.StringVar(&f.PodPatch, "pod-patch", "", "patch the pod last with this `FILE` (YAML or JSON): a strategic merge patch, or a JSON patch (RFC 6902) when it is a list; a patch that changes the shim's command, its stdin, Tether's volumes, labels or init container is refused (Kubernetes)")
 	fs.Var(&f.TerminationGrace, "termination-grace-period", "how long the pod's containers get from SIGTERM to SIGKILL when the pod is deleted (a service that ignores SIGTERM keeps the pod terminating this long): whole seconds (30) or a duration (30s, 2m); the pod's terminationGracePeriodSeconds and the grace of tether's delete (default: Kubernetes', 30s) (Kubernetes)")
 	fs.StringVar(&f.PodPatchType, "pod-patch-type", "", "`TYPE` of --pod-patch: strategic or json (default: json when the patch is a list, else strategic) (Kubernetes)")
+	fs.StringVar(&f.ShimFrom, "shim-from", string(kube.ShimFromInit), "how the build container gets tether-shim from --helper-image: `init` (an init container copies it) or image (mounted as an image volume: no init container, the build container starts sooner; needs Kubernetes' ImageVolume feature, on by default from 1.35, and a runtime that supports it; where the API server drops image volumes an init container is used) (Kubernetes)")
 }
 
 // any reports whether a pod-shaping flag was given.
 func (f *shapingFlags) any() bool {
 	return f.resourceFlags.any() || f.ServiceResources.any() || f.ServiceAccount != "" ||
-		f.PodPatch != "" || f.TerminationGrace != 0 || len(f.NodeSelector)+len(f.Tolerations)+len(f.PullSecrets)+len(f.Services)+len(f.Volumes)+len(f.Labels)+len(f.Annotations) > 0
+		f.PodPatch != "" || f.TerminationGrace != 0 || f.ShimFrom != "" && f.ShimFrom != string(kube.ShimFromInit) || len(f.NodeSelector)+len(f.Tolerations)+len(f.PullSecrets)+len(f.Services)+len(f.Volumes)+len(f.Labels)+len(f.Annotations) > 0
 }
 
 // apply parses the flags into spec. Every error names its flag.
@@ -69,6 +71,12 @@ func (f *shapingFlags) apply(spec *kube.Spec) error {
 		return fmt.Errorf("--schedule-timeout %s must not be negative (0 takes the default, %s)", f.ScheduleTimeout, kube.DefaultScheduleTimeout)
 	}
 	spec.TerminationGracePeriod = time.Duration(f.TerminationGrace)
+	switch kube.ShimSource(f.ShimFrom) {
+	case "", kube.ShimFromInit, kube.ShimFromImage:
+		spec.ShimFrom = kube.ShimSource(f.ShimFrom)
+	default:
+		return fmt.Errorf("--shim-from %q: want %s or %s", f.ShimFrom, kube.ShimFromInit, kube.ShimFromImage)
+	}
 	var err error
 	if spec.Resources, err = f.resources(); err != nil {
 		return err

@@ -22,10 +22,14 @@ func TestShapingFlagsParse(t *testing.T) {
 		Labels:           stringList{"team=a"},
 		Annotations:      stringList{"note=x=y"},
 		ServiceResources: resourceFlags{prefix: "service-", Memory: "64Mi"},
+		ShimFrom:         "image",
 	}
 	var spec kube.Spec
 	if err := f.apply(&spec); err != nil {
 		t.Fatal(err)
+	}
+	if spec.ShimFrom != kube.ShimFromImage || !f.any() {
+		t.Errorf("ShimFrom %q, any %v; want %q, true", spec.ShimFrom, f.any(), kube.ShimFromImage)
 	}
 	r := spec.Resources
 	if r.Requests.Cpu().String() != "500m" || r.Limits.Cpu().String() != "1" || r.Requests.Memory().String() != "256Mi" || r.Limits.Memory().String() != "256Mi" {
@@ -84,6 +88,7 @@ func TestShapingFlagsErrors(t *testing.T) {
 		{shapingFlags{Volumes: stringList{"emptydir:rel"}}, "must be absolute"},
 		{shapingFlags{Labels: stringList{"=x"}}, `--label "=x"`},
 		{shapingFlags{ScheduleTimeout: -time.Second}, "--schedule-timeout -1s must not be negative"},
+		{shapingFlags{ShimFrom: "volume"}, `--shim-from "volume": want init or image`},
 		{shapingFlags{NodeSelector: stringList{"bad key!=x"}}, `--node-selector "bad key!=x": key "bad key!"`},
 		{shapingFlags{NodeSelector: stringList{"pool=not a value"}}, `--node-selector "pool=not a value": value "not a value" of pool`},
 		{shapingFlags{Labels: stringList{"team=-x-"}}, `--label "team=-x-": value "-x-"`},
