@@ -134,6 +134,9 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 	if err := bulkJobs(ctx, cfg, n, ws, sec, log); err != nil {
 		failed("bulk output through real attach", "exact", err)
 	}
+	if err := initContainerCost(ctx, cfg, n, sec, log); err != nil {
+		failed("the shim's init container in a job pod's start", "info", err)
+	}
 	lt := &table{head: []string{"partial-output latency through attach", "samples", "p50", "p90", "p99", "max"}}
 	latRow := func(label string, lat durations) {
 		lt.add(label, fmt.Sprint(len(lat)), ms(lat.percentile(50)), ms(lat.percentile(90)), ms(lat.percentile(99)), ms(lat.max()))
