@@ -26,3 +26,20 @@ func TestShimDependencies(t *testing.T) {
 		}
 	}
 }
+
+// No crypto package in the shim: crypto/... (even crypto/sha256 alone)
+// links Go's FIPS 140 module — AES, GCM, a DRBG, SHA-3, SHA-512, HMAC and
+// its self-tests — which added about 135 KB to the binary and about
+// 0.15–0.2 MiB to the resident memory of every idle shim. The shim checks
+// delivered files with internal/sha256sum instead.
+func TestShimLinksNoCrypto(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".", "../tether-shim").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "crypto" || strings.HasPrefix(pkg, "crypto/") || strings.Contains(pkg, "golang.org/x/crypto") {
+			t.Errorf("tether-shim links %s: the shim must link no crypto package (use internal/sha256sum for checksums)", pkg)
+		}
+	}
+}

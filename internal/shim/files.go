@@ -1,7 +1,6 @@
 package shim
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tether-ci/tether/internal/sha256sum"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -63,7 +63,7 @@ func (fs *fileSink) write(c protocol.Command) error {
 		if err != nil {
 			return fmt.Errorf("file %s: %w", path, err)
 		}
-		p = &partialFile{f: f, sum: sha256.New()}
+		p = &partialFile{f: f, sum: sha256sum.New()}
 		fs.partial[path] = p
 	}
 	if p == nil || p.written != c.Offset {
