@@ -17,6 +17,7 @@ import (
 
 // Main is tether-shim's entry point; it returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	startPs := runtime.GOMAXPROCS(0)
 	if os.Getenv("GOMAXPROCS") == "" {
 		// The shim relays one script at a time: one P spares the wake-ups
 		// of a second one looking for work (measured: about 0.1 ms of CPU
@@ -64,7 +65,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tether-shim:", err)
 		return 2
 	}
+	startedAgain := startWithOneP(args, startPs)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if startedAgain {
+		log.Debug("started again with one P", "GOMAXPROCS", runtime.GOMAXPROCS(0))
+	}
 	signals, stopSignals := Signals()
 	defer stopSignals()
 	rp := reaper.New()
