@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -31,7 +30,7 @@ func (s *maskSet) with(values []string) *maskSet {
 		n.values = slices.Clone(s.values)
 	}
 	for _, v := range values {
-		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+		for _, form := range []string{v, urlEscape(v, true), urlEscape(v, false)} {
 			if !slices.ContainsFunc(n.values, func(b []byte) bool { return string(b) == form }) {
 				n.values = append(n.values, []byte(form))
 			}
