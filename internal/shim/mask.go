@@ -31,12 +31,17 @@ func (s *maskSet) with(values []string) *maskSet {
 	}
 	for _, v := range values {
 		for _, form := range []string{v, urlEscape(v, true), urlEscape(v, false)} {
-			if !slices.ContainsFunc(n.values, func(b []byte) bool { return string(b) == form }) {
-				n.values = append(n.values, []byte(form))
+			if slices.ContainsFunc(n.values, func(b []byte) bool { return string(b) == form }) {
+				continue
 			}
+			// Longest first: before the first shorter value.
+			at := slices.IndexFunc(n.values, func(b []byte) bool { return len(b) < len(form) })
+			if at < 0 {
+				at = len(n.values)
+			}
+			n.values = slices.Insert(n.values, at, []byte(form))
 		}
 	}
-	slices.SortFunc(n.values, func(a, b []byte) int { return len(b) - len(a) })
 	for _, v := range n.values {
 		n.first[v[0]] = true
 		n.maxLen = max(n.maxLen, len(v))

@@ -68,6 +68,26 @@ func TestMaskStreamPrefersTheLongerValue(t *testing.T) {
 	}
 }
 
+// The set keeps its values longest first however they were added, so the
+// longest match wins.
+func TestMaskSetKeepsLongestFirst(t *testing.T) {
+	set := (*maskSet)(nil).with([]string{"password1", "password12345678"})
+	set = set.with([]string{"pass-0123456789abcdef", "password1", "word-1234"})
+	set = set.with([]string{"a longer secret value than any other"})
+	for i := 1; i < len(set.values); i++ {
+		if len(set.values[i-1]) < len(set.values[i]) {
+			t.Fatalf("values not longest first: %q", set.values)
+		}
+	}
+	// Seven forms: the spaced value also as a+longer… and a%20longer… .
+	if len(set.values) != 7 || set.maxLen != len("a%20longer%20secret%20value%20than%20any%20other") {
+		t.Fatalf("values %q, maxLen %d", set.values, set.maxLen)
+	}
+	if got, _ := collect(set, "x password12345678 y"); got != "x [MASKED] y" {
+		t.Fatalf("%q", got)
+	}
+}
+
 func TestRedactMasks(t *testing.T) {
 	in := `{"cmd":"job","id":"j1","scripts":["/a"],"mask":["short"]}`
 	got := redactMasks(in)
