@@ -26,22 +26,37 @@ func TestJobAfterTimeoutOverridesTheShims(t *testing.T) {
 		{shimBudget: "10s", jobBudget: -time.Second, afterRuns: false},
 	} {
 		t.Run("shim "+tc.shimBudget+" job "+tc.jobBudget.String(), func(t *testing.T) {
-			s := startShim(t, "--deadline", "1", "--grace", "500ms", "--after-timeout", tc.shimBudget)
-			var out syncbuf.Buffer
-			job := client.Job{
-				Scripts:      []string{script(t, "long.sh", "echo started; sleep 30\n")},
-				After:        []string{script(t, "after.sh", "echo after ran\n")},
-				AfterTimeout: tc.jobBudget,
+			// The shim's deadline counts from its start: it must pass
+			// while the job's main script runs. A machine too slow to
+			// start the job within it gets a later one.
+			for _, deadline := range []string{"1", "5", "25"} {
+				s := startShim(t, "--deadline", deadline, "--grace", "500ms", "--after-timeout", tc.shimBudget)
+				var out syncbuf.Buffer
+				long := script(t, "long.sh", "echo started; sleep 60\n")
+				job := client.Job{
+					Scripts:      []string{long},
+					After:        []string{script(t, "after.sh", "echo after ran\n")},
+					AfterTimeout: tc.jobBudget,
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				res, err := client.Run(ctx, s, job, fastOpts(&out))
+				cancel()
+				if !errors.Is(err, client.ErrShimExited) || res.Exit == nil || res.Exit.Reason != protocol.ReasonDeadline {
+					t.Fatalf("Run: %v, final record %+v; want the shim to end at its deadline", err, res.Exit)
+				}
+				if len(res.Statuses) == 0 {
+					t.Logf("the job had not started by the shim's %ss deadline: again with a later one", deadline)
+					continue
+				}
+				if st := res.Statuses[0]; st.Script != long || !strings.Contains(st.Error, "deadline") {
+					t.Fatalf("first status %+v, want the deadline to stop %s", st, long)
+				}
+				if ran := strings.Contains(out.String(), "after ran"); ran != tc.afterRuns {
+					t.Fatalf("output %q: after-script ran %v, want %v", out.String(), ran, tc.afterRuns)
+				}
+				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			res, err := client.Run(ctx, s, job, fastOpts(&out))
-			if !errors.Is(err, client.ErrShimExited) || res.Exit == nil || res.Exit.Reason != protocol.ReasonDeadline {
-				t.Fatalf("Run: %v, final record %+v; want the shim to end at its deadline", err, res.Exit)
-			}
-			if ran := strings.Contains(out.String(), "after ran"); ran != tc.afterRuns {
-				t.Fatalf("output %q: after-script ran %v, want %v", out.String(), ran, tc.afterRuns)
-			}
+			t.Fatal("the job never started before the shim's deadline, even 25 s after the shim's start")
 		})
 	}
 }

@@ -61,15 +61,20 @@ func startShimConfig(t *testing.T, cfg local.Config) *local.Shim {
 	return s
 }
 
-// fastOpts are session options with short timers, for tests.
+// fastOpts are session options for tests: frequent pings and quick
+// reconnects, and stall and reconnect timeouts long enough that a loaded
+// machine (a shim that takes seconds to answer its first resume command)
+// never breaks a connection the test did not break itself: tests that
+// count events or reconnects rely on it. A test about stalls sets its own
+// StallTimeout.
 func fastOpts(out *syncbuf.Buffer) client.Options {
 	return client.Options{
 		Output:           out,
 		PingInterval:     50 * time.Millisecond,
-		StallTimeout:     2 * time.Second,
+		StallTimeout:     30 * time.Second,
 		ReconnectMin:     time.Millisecond,
 		ReconnectMax:     20 * time.Millisecond,
-		ReconnectTimeout: 10 * time.Second,
+		ReconnectTimeout: 60 * time.Second,
 		CancelTimeout:    20 * time.Second,
 	}
 }

@@ -338,6 +338,7 @@ func TestStalledConnectionIsReplaced(t *testing.T) {
 	var out syncbuf.Buffer
 	var mu sync.Mutex
 	var disconnects []error
+	stalled := make(chan struct{}, 1)
 	o := fastOpts(&out)
 	o.StallTimeout = 300 * time.Millisecond
 	o.Events = func(ev client.Event) {
@@ -345,16 +346,40 @@ func TestStalledConnectionIsReplaced(t *testing.T) {
 			mu.Lock()
 			disconnects = append(disconnects, ev.Err)
 			mu.Unlock()
+			select {
+			case stalled <- struct{}{}:
+			default:
+			}
 		}
 	}
+	// The script prints b only once the test lets it, after the shim was
+	// stopped and started again: however slow the machine, the job is
+	// still running while the shim is stopped.
+	flag := filepath.Join(t.TempDir(), "go-on")
+	body := fmt.Sprintf("echo a\nwhile [ ! -e %s ]; do sleep 0.05; done\necho b\n", flag)
 	go func() {
-		out.WaitFor(t, "a\n", 10*time.Second)
-		// A stopped shim writes nothing, not even ping answers.
+		out.WaitFor(t, "a\n", 30*time.Second)
+		mu.Lock()
+		before := len(disconnects)
+		mu.Unlock()
+		// A stopped shim writes nothing, not even ping answers; it stays
+		// stopped until the session gave up on the connection.
 		_ = syscall.Kill(s.Pid(), syscall.SIGSTOP)
-		time.Sleep(time.Second)
+		deadline := time.After(30 * time.Second)
+		for waiting := true; waiting; {
+			select {
+			case <-stalled:
+				mu.Lock()
+				waiting = len(disconnects) == before
+				mu.Unlock()
+			case <-deadline:
+				waiting = false
+			}
+		}
 		_ = syscall.Kill(s.Pid(), syscall.SIGCONT)
+		_ = os.WriteFile(flag, nil, 0o644)
 	}()
-	res, err := client.Run(context.Background(), s, client.Job{Scripts: []string{script(t, "a.sh", "echo a; sleep 1.5; echo b\n")}}, o)
+	res, err := client.Run(context.Background(), s, client.Job{Scripts: []string{script(t, "a.sh", body)}}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,10 +457,6 @@ func TestMemoryReplayResumesAfterRandomCuts(t *testing.T) {
 	data = bytes.Repeat(data, 8)
 	body := fmt.Sprintf("for i in $(seq 8); do cat %s; done\n", path)
 	s := startShimConfig(t, local.Config{MemoryReplay: true})
-	if args, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.Pid())); err != nil || bytes.Contains(args, []byte("spool-dir")) ||
-		!bytes.Contains(args, []byte("--replay-bytes="+strconv.Itoa(window))) {
-		t.Fatalf("shim arguments %q (%v): want no spool directory and a %d-byte window", args, err, window)
-	}
 	out := &countingWriter{}
 	stop := make(chan struct{})
 	cuts := 0
@@ -457,13 +478,23 @@ func TestMemoryReplayResumesAfterRandomCuts(t *testing.T) {
 			cuts++
 		}
 	}()
-	opts := client.Options{Output: out, PingInterval: 50 * time.Millisecond, StallTimeout: 2 * time.Second,
-		ReconnectMin: time.Millisecond, ReconnectMax: 20 * time.Millisecond, ReconnectTimeout: 10 * time.Second}
+	// A new connection reads what waited in the pipe before the answer to
+	// its resume command: fastOpts' timeouts leave a loaded machine the
+	// time that takes.
+	opts := fastOpts(nil)
+	opts.Output = out
 	res, err := client.Run(context.Background(), slowReconnect{s, new(atomic.Int32)}, client.Job{Scripts: []string{script(t, "big.sh", body)}}, opts)
 	close(stop)
 	wg.Wait()
 	if err != nil {
 		t.Fatalf("Run after %d cuts: %v", cuts, err)
+	}
+	// The shim's arguments are read once it answered: while it starts
+	// (and while it executes itself again with one P) /proc shows no
+	// arguments.
+	if args, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.Pid())); err != nil || bytes.Contains(args, []byte("spool-dir")) ||
+		!bytes.Contains(args, []byte("--replay-bytes="+strconv.Itoa(window))) {
+		t.Fatalf("shim arguments %q (%v): want no spool directory and a %d-byte window", args, err, window)
 	}
 	got := out.buf.Bytes()
 	if len(got) != len(data) || sha256.Sum256(got) != sha256.Sum256(data) {
