@@ -480,9 +480,15 @@ func TestMemoryReplayResumesAfterRandomCuts(t *testing.T) {
 	}()
 	// A new connection reads what waited in the pipe before the answer to
 	// its resume command: fastOpts' timeouts leave a loaded machine the
-	// time that takes.
+	// time that takes. Pings come at the default interval: the shim
+	// answers each only after the output write in progress (a loaded
+	// machine drains a pipeful in a good part of a second), so pings every
+	// 50 ms pile up in its stdin, and a reconnect's resume command waited
+	// behind them while the new connection dropped all it read, until the
+	// shim ran past its window.
 	opts := fastOpts(nil)
 	opts.Output = out
+	opts.PingInterval = client.DefaultPingInterval
 	res, err := client.Run(context.Background(), slowReconnect{s, new(atomic.Int32)}, client.Job{Scripts: []string{script(t, "big.sh", body)}}, opts)
 	close(stop)
 	wg.Wait()
