@@ -17,7 +17,7 @@ func (p *shimProc) replayAfter(t *testing.T, nonce string, want int) []byte {
 	t.Helper()
 	marker := []byte(fmt.Sprintf(`{"nonce":%q`, nonce))
 	var got []byte
-	eventually(t, 10*time.Second, "the replay", func() bool {
+	eventually(t, 60*time.Second, "the replay", func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		raw := p.raw.Bytes()
