@@ -191,6 +191,14 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 		build.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: objs.Secret.Name}}}}
 	}
+	var inits []corev1.Container
+	if s.ShimFrom == ShimFromImage {
+		vol, mount := shimImageVolume(s.HelperImage, s.PullPolicy)
+		volumes = append(volumes, vol)
+		build.VolumeMounts = append(build.VolumeMounts, mount)
+	} else {
+		inits = []corev1.Container{shimInitContainer(s.HelperImage, s.PullPolicy, s.PodSecurityContext)}
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
@@ -198,17 +206,10 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 			ServiceAccountName: s.ServiceAccountName,
 			NodeSelector:       maps.Clone(s.NodeSelector),
 			SecurityContext:    s.PodSecurityContext,
+			InitContainers:     inits,
 			Containers:         []corev1.Container{build},
 			Volumes:            volumes,
 		},
-	}
-	if s.ShimFrom == ShimFromImage {
-		vol, mount := shimImageVolume(s.HelperImage, s.PullPolicy)
-		pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
-		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, mount)
-		build = pod.Spec.Containers[0]
-	} else {
-		pod.Spec.InitContainers = []corev1.Container{shimInitContainer(s.HelperImage, s.PullPolicy, s.PodSecurityContext)}
 	}
 	if s.Helper != nil {
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, helperContainer(s, build))

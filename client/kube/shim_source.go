@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"path"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -31,10 +33,6 @@ const (
 // (ShimFromImage); it is mounted where ShimPath is.
 const shimVolume = "tether-shim"
 
-// shimMountPath is the directory of ShimPath, where the shim's image
-// volume is mounted: the helper image has tether-shim at its root.
-const shimMountPath = "/tether/bin"
-
 // shimInitContainer is the init container that copies the shim from image
 // into the pod's /tether volume (ShimFromInit).
 func shimInitContainer(image string, pull corev1.PullPolicy, podSC *corev1.PodSecurityContext) corev1.Container {
@@ -49,10 +47,11 @@ func shimInitContainer(image string, pull corev1.PullPolicy, podSC *corev1.PodSe
 }
 
 // shimImageVolume returns the image volume that carries the shim
-// (ShimFromImage) and its mount.
+// (ShimFromImage) and its mount: on ShimPath's directory, since the helper
+// image has tether-shim at its root.
 func shimImageVolume(image string, pull corev1.PullPolicy) (corev1.Volume, corev1.VolumeMount) {
 	return corev1.Volume{Name: shimVolume, VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: pull}}},
-		corev1.VolumeMount{Name: shimVolume, MountPath: shimMountPath, ReadOnly: true}
+		corev1.VolumeMount{Name: shimVolume, MountPath: path.Dir(ShimPath), ReadOnly: true}
 }
 
 // shimImage returns the shim's image volume of pod, if it has one.
