@@ -29,6 +29,12 @@ type LogSource interface {
 // offset the session needs.
 var errLogRotated = errors.New("the log starts after the offset needed (rotated)")
 
+// errBlockInterleaved is returned by the log filter when a block record in
+// the log does not end in a newline after its length: a line of another
+// stream was logged inside its payload.
+var errBlockInterleaved = errors.New("a line of the container's stderr (the shim's diagnostics) was logged inside it; " +
+	"this happens where the API server cannot return the log's stdout alone (Kubernetes without the PodLogsQuerySplitStreams feature)")
+
 // readLog follows the job in ls's log after the shim is gone. It returns
 // nil when the job's result or the shim's final record was read, else an
 // error saying why not.
@@ -102,9 +108,11 @@ func (l *logRecords) Read(p []byte) (int, error) {
 			continue
 		}
 		if rec.Type == protocol.TypeBlock {
-			// The payload and final newline follow the header line; a
-			// diagnostic line the runtime logged in between makes the
-			// block malformed, which the session reports.
+			// The payload and final newline follow the header line. A
+			// log that mixes stdout and stderr can have a diagnostic line
+			// in between, which is not told from the payload: a block
+			// whose last byte is not its newline says so (one whose
+			// shifted last byte happens to be a newline does not).
 			hdr := len(line)
 			l.block = append(append(l.block[:0], line...), make([]byte, rec.Size-hdr)...)
 			if _, err := io.ReadFull(l.br, l.block[hdr:]); err != nil {
@@ -117,6 +125,9 @@ func (l *logRecords) Read(p []byte) (int, error) {
 		}
 		if !l.started && rec.Seq > l.from {
 			return 0, errLogRotated
+		}
+		if rec.Type == protocol.TypeBlock && line[len(line)-1] != '\n' {
+			return 0, fmt.Errorf("the block record at offset %d does not end where its length says: %w", rec.Seq, errBlockInterleaved)
 		}
 		l.started = true
 		l.pending = line

@@ -21,6 +21,10 @@ type loggedShim struct {
 	*fakeShim
 	rotatedTo int64 // the log starts at this offset (0: whole)
 	opened    int
+	// intoBlocks logs a diagnostic inside each block record's payload
+	// too, after its first line, as a runtime can when the log mixes
+	// stdout and stderr.
+	intoBlocks bool
 }
 
 func (l *loggedShim) OpenLog(context.Context) (io.ReadCloser, error) {
@@ -36,8 +40,16 @@ func (l *loggedShim) OpenLog(context.Context) (io.ReadCloser, error) {
 		if off < l.rotatedTo {
 			continue
 		}
-		b.Write(l.stream[off:end])
-		fmt.Fprintf(&b, "time=now level=DEBUG msg=\"shim diagnostics %d\"\n", i) // stderr in the same log
+		rec := l.stream[off:end]
+		diag := fmt.Sprintf("time=now level=DEBUG msg=\"shim diagnostics %d\"\n", i) // stderr in the same log
+		if hdr := bytes.IndexByte(rec, '\n'); l.intoBlocks && rec[0] == byte(protocol.TypeBlock) && hdr >= 0 {
+			if nl := bytes.IndexByte(rec[hdr+1:], '\n'); nl >= 0 && hdr+1+nl+1 < len(rec) {
+				at := hdr + 1 + nl + 1
+				rec = append(append(append([]byte(nil), rec[:at]...), diag...), rec[at:]...)
+			}
+		}
+		b.Write(rec)
+		b.WriteString(diag)
 	}
 	return io.NopCloser(&b), nil
 }
@@ -47,16 +59,21 @@ func (l *loggedShim) OpenLog(context.Context) (io.ReadCloser, error) {
 // skipping the log's non-record lines, and returns the job's result.
 func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		rotated bool
-		wantErr string
+		name       string
+		rotated    bool
+		intoBlocks bool
+		wantErr    string
 	}{
 		{name: "whole log"},
 		{name: "rotated", rotated: true, wantErr: "rotated"},
+		// A log that mixes the shim's stderr into its stdout can have a
+		// diagnostic inside a block: an error saying so, never the
+		// block's bytes shifted.
+		{name: "diagnostic inside a block", intoBlocks: true, wantErr: "logged inside it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeShim(t)
-			l := &loggedShim{fakeShim: f}
+			l := &loggedShim{fakeShim: f, intoBlocks: tc.intoBlocks}
 			f.start()
 			gone := make(chan struct{}) // closed once the shim wrote its last record
 			f.onJob = func(f *fakeShim, c protocol.Command) {
@@ -99,6 +116,9 @@ func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 			if tc.wantErr != "" {
 				if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Run: %v; want ErrNoResult mentioning %q", err, tc.wantErr)
+				}
+				if got := out.String(); !strings.HasPrefix("seen live\nwritten while away\n", got) {
+					t.Fatalf("output %q; want no more than what came before the broken block", got)
 				}
 				return
 			}

@@ -168,9 +168,15 @@ func (p *Pod) Delete(ctx context.Context) error {
 }
 
 // Transport returns the attach transport of the pod's build container.
+// With p.Watcher set, it shares what the Watcher learnt about the API
+// server (whether a container log can be read by stream).
 func (p *Pod) Transport(cfg *rest.Config, opts TransportOptions) *Transport {
-	return &Transport{Config: cfg, Client: p.Client, Namespace: p.Namespace, Pod: p.Name,
+	t := &Transport{Config: cfg, Client: p.Client, Namespace: p.Namespace, Pod: p.Name,
 		Container: p.container(), Options: opts}
+	if p.Watcher != nil {
+		t.logStreams = &p.Watcher.logStreams
+	}
+	return t
 }
 
 // Get returns the pod's current state.

@@ -81,6 +81,12 @@ type Transport struct {
 	built    sync.Once
 	builtCS  kubernetes.Interface // from Config when Client is nil
 	builtErr error
+
+	// logStreams remembers whether the API server returns the log's
+	// stdout alone: shared by the transports of a Watcher's pods
+	// (Pod.Transport), else ownLogStreams.
+	logStreams    *logStreams
+	ownLogStreams logStreams
 }
 
 var (
@@ -158,8 +164,10 @@ func (t *Transport) clientset() (kubernetes.Interface, error) {
 }
 
 // OpenLog returns the log of the shim's container (pods/log), for the
-// session to read after the container terminated. With
-// Options.NoLogReplay it returns an error wrapping errors.ErrUnsupported.
+// session to read after the container terminated: its stdout alone where
+// the API server can return one stream (PodLogsQuerySplitStreams), else
+// stdout and stderr together (see logStreams). With Options.NoLogReplay it
+// returns an error wrapping errors.ErrUnsupported.
 func (t *Transport) OpenLog(ctx context.Context) (io.ReadCloser, error) {
 	if t.Options.NoLogReplay {
 		return nil, fmt.Errorf("kube transport: log replay turned off: %w", errors.ErrUnsupported)
@@ -168,16 +176,19 @@ func (t *Transport) OpenLog(ctx context.Context) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	pod, err := cs.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("get pod %s/%s: %w", t.Namespace, t.Pod, err)
+	container := t.Container
+	if container == "" {
+		pod, err := cs.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("get pod %s/%s: %w", t.Namespace, t.Pod, err)
+		}
+		container = t.container(pod)
 	}
-	container := t.container(pod)
-	rc, err := cs.CoreV1().Pods(t.Namespace).GetLogs(t.Pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the log of container %s of pod %s/%s: %w", container, t.Namespace, t.Pod, err)
+	ls := t.logStreams
+	if ls == nil {
+		ls = &t.ownLogStreams
 	}
-	return rc, nil
+	return ls.open(ctx, cs, t.Namespace, t.Pod, container, t.logger())
 }
 
 // checkContainer returns the container's name, or an error wrapping

@@ -29,8 +29,13 @@ import (
 // failed list or watch is retried by client-go's
 // reflector with exponential backoff (up to 30 s between tries), never in a
 // tight loop. A Watcher is safe for concurrent use.
+//
+// It also remembers, for the transports of its pods (Pod.Transport),
+// whether the API server returns a container log's stdout alone, so only
+// the first job whose log is read finds out.
 type Watcher struct {
-	client kubernetes.Interface
+	client     kubernetes.Interface
+	logStreams logStreams
 
 	mu sync.Mutex
 	ns map[string]*nsWatch

@@ -201,16 +201,29 @@ func (c *Container) Kill() {
 	<-c.done
 }
 
-// Log returns the container log (what pods/log serves).
-func (c *Container) Log() []byte { return c.logs.bytes() }
+// Log returns the container log (what pods/log serves): the lines of both
+// streams in the order they completed.
+func (c *Container) Log() []byte { return c.logs.bytes(-1) }
+
+// StreamLog returns the lines of one stream of the container log (0
+// stdout, 1 stderr), what pods/log serves for stream=Stdout or Stderr.
+func (c *Container) StreamLog(stream int) []byte { return c.logs.bytes(stream) }
 
 // containerLog is a container log: complete lines of both streams, like a
-// runtime's log file. With a limit it drops its oldest lines ("rotation").
+// runtime's log file, each tagged with its stream. With a limit it drops
+// its oldest lines ("rotation").
 type containerLog struct {
 	mu      sync.Mutex
 	limit   int
-	lines   []byte
+	lines   []logLine
+	size    int
 	partial [2][]byte
+}
+
+// logLine is one line of a container log.
+type logLine struct {
+	stream int
+	text   []byte
 }
 
 func (l *containerLog) write(stream int, p []byte) {
@@ -222,9 +235,8 @@ func (l *containerLog) write(stream int, p []byte) {
 		if i < 0 {
 			return
 		}
-		l.lines = append(l.lines, l.partial[stream][:i+1]...)
+		l.add(stream, l.partial[stream][:i+1])
 		l.partial[stream] = append(l.partial[stream][:0], l.partial[stream][i+1:]...)
-		l.rotate()
 	}
 }
 
@@ -233,25 +245,33 @@ func (l *containerLog) flush(stream int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.partial[stream]) > 0 {
-		l.lines = append(l.lines, l.partial[stream]...)
-		l.lines = append(l.lines, '\n')
+		l.add(stream, append(l.partial[stream], '\n'))
 		l.partial[stream] = nil
-		l.rotate()
 	}
 }
 
-// rotate drops whole lines from the start while the log exceeds its limit.
-func (l *containerLog) rotate() {
-	for l.limit > 0 && len(l.lines) > l.limit {
-		i := bytes.IndexByte(l.lines, '\n')
-		l.lines = append(l.lines[:0], l.lines[i+1:]...)
+// add appends a line and drops whole lines from the start while the log
+// exceeds its limit. l.mu is held.
+func (l *containerLog) add(stream int, text []byte) {
+	l.lines = append(l.lines, logLine{stream: stream, text: bytes.Clone(text)})
+	l.size += len(text)
+	for l.limit > 0 && l.size > l.limit {
+		l.size -= len(l.lines[0].text)
+		l.lines = l.lines[1:]
 	}
 }
 
-func (l *containerLog) bytes() []byte {
+// bytes returns the lines of stream, or of both streams for -1.
+func (l *containerLog) bytes(stream int) []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return bytes.Clone(l.lines)
+	var b []byte
+	for _, ln := range l.lines {
+		if stream < 0 || ln.stream == stream {
+			b = append(b, ln.text...)
+		}
+	}
+	return b
 }
 
 // logTail keeps the last bytes written to it.

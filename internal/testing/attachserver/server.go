@@ -10,7 +10,10 @@
 //
 //	GET      /api/v1/namespaces/NS/pods/POD          a minimal Pod with the container states
 //	GET|POST /api/v1/namespaces/NS/pods/POD/attach   attach (WebSocket v5 or SPDY)
-//	GET      /api/v1/namespaces/NS/pods/POD/log      the container log (stdout and stderr lines)
+//	GET      /api/v1/namespaces/NS/pods/POD/log      the container log (stdout and stderr lines; one of them
+//	                                                  with stream=Stdout|Stderr where Options.SplitLogStreams
+//	                                                  is set, else stream is refused as an API server without
+//	                                                  PodLogsQuerySplitStreams does: 422)
 //
 // Attach tokens of the streaming server are single-use, so the front
 // handler mints one per request (Server.GetAttach), like the kubelet does.
@@ -37,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	apimachineryproxy "k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	translator "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/client-go/rest"
 	remotecommandclient "k8s.io/client-go/tools/remotecommand"
@@ -56,6 +60,12 @@ type Options struct {
 	// LogLimit bounds each container's log (pods/log) in bytes, dropping
 	// the oldest lines like a kubelet's log rotation; 0 keeps everything.
 	LogLimit int
+	// SplitLogStreams serves pods/log's stream field (Stdout, Stderr,
+	// All), as an API server with the PodLogsQuerySplitStreams feature
+	// does. Without it a request naming a stream is refused the way such
+	// a server refuses it: 422 Invalid, "stream: Forbidden: may not be
+	// specified".
+	SplitLogStreams bool
 }
 
 // Server is the front handler plus the streaming server.
@@ -71,9 +81,10 @@ type Server struct {
 	backend   *http.Server
 	transport *http.Transport
 
-	mu         sync.Mutex
-	containers map[string]*Container
-	requests   map[string]int
+	mu          sync.Mutex
+	containers  map[string]*Container
+	requests    map[string]int
+	logRequests map[string]int
 }
 
 // Start starts the streaming server and the front handler on loopback.
@@ -82,7 +93,7 @@ func Start(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log, containers: map[string]*Container{}, requests: map[string]int{},
+	s := &Server{opts: opts, log: log, containers: map[string]*Container{}, requests: map[string]int{}, logRequests: map[string]int{},
 		transport: &http.Transport{}}
 
 	bln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -185,16 +196,52 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 7 && parts[6] == "attach" && (r.Method == http.MethodGet || r.Method == http.MethodPost):
 		s.serveAttach(w, r, ns, pod)
 	case len(parts) == 7 && parts[6] == "log" && r.Method == http.MethodGet:
-		c := s.container(ns, pod, r.URL.Query().Get("container"))
-		if c == nil {
-			writeStatus(w, apierrors.NewNotFound(corev1.Resource("pods"), pod))
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write(c.Log())
+		s.serveLog(w, r, ns, pod)
 	default:
 		writeStatus(w, apierrors.NewMethodNotSupported(corev1.Resource("pods"), r.Method))
 	}
+}
+
+// serveLog answers GET pods/log with the container log, or one stream of
+// it (Options.SplitLogStreams).
+func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, ns, pod string) {
+	q := r.URL.Query()
+	stream, named := q.Get("stream"), q.Has("stream")
+	s.mu.Lock()
+	s.logRequests[stream]++
+	s.mu.Unlock()
+	if named && !s.opts.SplitLogStreams {
+		writeStatus(w, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("PodLogOptions").GroupKind(), pod,
+			field.ErrorList{field.Forbidden(field.NewPath("stream"), "may not be specified")}))
+		return
+	}
+	which := -1
+	switch stream {
+	case "", corev1.LogStreamAll:
+	case corev1.LogStreamStdout:
+		which = 0
+	case corev1.LogStreamStderr:
+		which = 1
+	default:
+		writeStatus(w, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("PodLogOptions").GroupKind(), pod,
+			field.ErrorList{field.NotSupported(field.NewPath("stream"), stream, []string{corev1.LogStreamStdout, corev1.LogStreamStderr, corev1.LogStreamAll})}))
+		return
+	}
+	c := s.container(ns, pod, q.Get("container"))
+	if c == nil {
+		writeStatus(w, apierrors.NewNotFound(corev1.Resource("pods"), pod))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write(c.logs.bytes(which))
+}
+
+// LogRequests counts the pods/log requests that reached the front handler,
+// by their stream field ("" for none).
+func (s *Server) LogRequests(stream string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logRequests[stream]
 }
 
 // servePod answers GET pod with the container's state.
