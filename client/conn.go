@@ -38,6 +38,15 @@ type connState struct {
 	lastRead atomic.Int64 // UnixNano of the last byte received
 	synced   atomic.Bool
 
+	// pingMu guards pingNonce, the nonce of the ping sent on this
+	// connection and not answered yet ("" when none is): a connection has
+	// at most one ping in flight, so pings never queue up in the shim's
+	// stdin ahead of a later connection's resume command when the shim
+	// answers slowly (its answers wait for the output write in progress,
+	// which a slow reader or link holds up).
+	pingMu    sync.Mutex
+	pingNonce string
+
 	closeOnce sync.Once
 	mu        sync.Mutex
 	reason    error // why the session closed the connection itself
@@ -63,20 +72,47 @@ func (c *connState) why(err error) error {
 	return err
 }
 
-// send queues a command without blocking. A connection whose command
-// queue is full is not making progress: it is closed (pings are dropped).
-func (c *connState) send(cmd protocol.Command) {
+// send queues a command without blocking and reports whether it did. A
+// connection whose command queue is full is not making progress: it is
+// closed (pings are dropped).
+func (c *connState) send(cmd protocol.Command) bool {
 	line, err := protocol.AppendCommand(nil, cmd)
 	if err != nil {
 		c.closeWith(fmt.Errorf("encode %s command: %w", cmd.Cmd, err))
-		return
+		return false
 	}
 	select {
 	case c.sendq <- outMsg{line: line, kind: cmd.Cmd}:
+		return true
 	default:
 		if cmd.Cmd != protocol.CmdPing {
 			c.closeWith(fmt.Errorf("the shim's stdin does not accept commands (%s command not sent)", cmd.Cmd))
 		}
+		return false
+	}
+}
+
+// ping sends a ping unless this connection's previous ping is still
+// unanswered.
+func (c *connState) ping() {
+	c.pingMu.Lock()
+	defer c.pingMu.Unlock()
+	if c.pingNonce != "" {
+		return
+	}
+	nonce := randomHex(4)
+	if c.send(protocol.Command{Cmd: protocol.CmdPing, Nonce: nonce}) {
+		c.pingNonce = nonce
+	}
+}
+
+// pong notes the shim's answer to a ping: when it answers this
+// connection's ping in flight, the next ping may go.
+func (c *connState) pong(nonce string) {
+	c.pingMu.Lock()
+	defer c.pingMu.Unlock()
+	if nonce != "" && nonce == c.pingNonce {
+		c.pingNonce = ""
 	}
 }
 
@@ -146,7 +182,7 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 	}
 	if s.job == nil {
 		// Attach: the answer says at once whether there is a job to follow.
-		c.send(protocol.Command{Cmd: protocol.CmdPing, Nonce: randomHex(4)})
+		c.ping()
 	}
 	if s.cancelCause != nil {
 		// Every connection repeats the cancel: one written to a connection
@@ -190,7 +226,7 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 				c.closeWith(fmt.Errorf("the shim did not answer the resume command within %s", s.opts.StallTimeout))
 			case now.Sub(lastPing) >= s.opts.PingInterval:
 				lastPing = now
-				c.send(protocol.Command{Cmd: protocol.CmdPing, Nonce: randomHex(4)})
+				c.ping()
 			}
 		case <-ctxDone:
 			ctxDone = nil

@@ -94,7 +94,9 @@ type Options struct {
 	Events func(Event)
 	// Logger receives the session's diagnostics; nil discards them.
 	Logger *slog.Logger
-	// PingInterval is how often the session pings the shim. Default 5s.
+	// PingInterval is how often the session pings the shim; a connection
+	// has at most one ping unanswered, so a ping whose answer is late
+	// (the shim's output is read slowly) delays the next. Default 5s.
 	PingInterval time.Duration
 	// StallTimeout is how long a connection may deliver nothing at all
 	// (not even a ping answer) before the session treats it as dead and

@@ -71,12 +71,12 @@ func (s *stream) read(c *connState) serveEnd {
 			continue
 		}
 		if !rec.Type.Sequenced() {
-			if rec.Type == protocol.TypeAlive && s.job == nil {
-				if end, done := s.checkIdle(rec); done {
+			if rec.Type == protocol.TypeAlive {
+				if end, done := s.alive(c, rec); done {
 					return s.endRead(end)
 				}
 			}
-			continue // ping answers, stale resume answers
+			continue // stale resume answers
 		}
 		switch {
 		case rec.Seq < s.next:
@@ -167,6 +167,14 @@ func (s *stream) writeOutput(p []byte) error {
 // sync looks for the answer to this connection's resume command; everything
 // before it is ignored. It reports ok when the reader must return.
 func (s *stream) sync(c *connState, rec protocol.Record) (serveEnd, bool) {
+	if rec.Type == protocol.TypeAlive {
+		// A ping answer comes after the resume answer, but an unanswered
+		// ping must not outlive the connection's sync either way.
+		var a protocol.Alive
+		if json.Unmarshal(rec.Payload, &a) == nil {
+			c.pong(a.Nonce)
+		}
+	}
 	if rec.Type != protocol.TypeResumed {
 		return serveEnd{}, false
 	}
@@ -279,12 +287,17 @@ func quote(s string) string {
 	return string(b)
 }
 
-// checkIdle ends an Attach session that has nothing to follow: the ping
-// answer says the shim is idle, and every record before it (the answer is
-// written in stream order) has been read.
-func (s *stream) checkIdle(rec protocol.Record) (serveEnd, bool) {
+// alive acts on a ping answer: it lets the connection's next ping go, and
+// it ends an Attach session that has nothing to follow: the answer says
+// the shim is idle, and every record before it (the answer is written in
+// stream order) has been read.
+func (s *stream) alive(c *connState, rec protocol.Record) (serveEnd, bool) {
 	var a protocol.Alive
-	if json.Unmarshal(rec.Payload, &a) != nil || a.State != protocol.StateIdle || a.End > s.next {
+	if json.Unmarshal(rec.Payload, &a) != nil {
+		return serveEnd{}, false
+	}
+	c.pong(a.Nonce)
+	if s.job != nil || a.State != protocol.StateIdle || a.End > s.next {
 		return serveEnd{}, false
 	}
 	return serveEnd{fatal: true, err: fmt.Errorf("%w: %w: the shim is idle and its output ends at offset %d; a job that ran there finished before it (attach from offset 0 to replay the whole stream)",
