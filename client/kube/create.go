@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,21 @@ type Pod struct {
 	// for the pod's containers. 0 leaves it to the pod's own
 	// terminationGracePeriodSeconds (Spec.TerminationGracePeriod).
 	DeleteGrace time.Duration
+
+	// imageObjs are the objects Create made the pod from when its shim
+	// comes from an image volume and a Fallback exists: WaitRunning
+	// replaces the pod with the Fallback when the container runtime
+	// cannot mount the volume (see shim_fallback.go).
+	imageObjs *Objects
+	// mu guards UID, which WaitRunning changes when it replaces the pod.
+	mu sync.Mutex
+}
+
+// uid returns the pod's UID.
+func (p *Pod) uid() types.UID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.UID
 }
 
 func (p *Pod) container() string {
@@ -74,6 +90,22 @@ func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *sl
 	if err != nil {
 		return nil, err
 	}
+	p, err := createOwned(ctx, cs, want, objs, log, false)
+	if err != nil {
+		return nil, err
+	}
+	if want == objs.Pod && objs.Fallback != nil {
+		p.imageObjs = objs
+	}
+	return p, nil
+}
+
+// createOwned creates pod, then objs' ConfigMap and Secret owned by it
+// (see Create). With replacing, a ConfigMap or Secret that already exists
+// is taken for the copy of a pod of the same name that was just deleted,
+// which the garbage collector is removing: its create is tried again until
+// it is gone (up to cleanupTimeout).
+func createOwned(ctx context.Context, cs kubernetes.Interface, want *corev1.Pod, objs *Objects, log *slog.Logger, replacing bool) (*Pod, error) {
 	pod, err := cs.CoreV1().Pods(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("create pod %s/%s: %w%s", want.Namespace, want.Name, err, hint(err))
@@ -91,17 +123,40 @@ func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *sl
 		}
 		return nil, err
 	}
+	create := func(create func() error) error {
+		if !replacing {
+			return create()
+		}
+		deadline := time.Now().Add(cleanupTimeout)
+		for {
+			err := create()
+			if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w (waiting for the replaced pod's copy to be garbage-collected)", err)
+			case <-time.After(replacePoll):
+			}
+		}
+	}
 	if objs.ConfigMap != nil {
 		cm := objs.ConfigMap.DeepCopy()
 		ownedBy(&cm.ObjectMeta, pod.Name, pod.UID)
-		if _, err := cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		if err := create(func() error {
+			_, err := cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		}); err != nil {
 			return fail("ConfigMap "+cm.Name, err)
 		}
 	}
 	if objs.Secret != nil {
 		sec := objs.Secret.DeepCopy()
 		ownedBy(&sec.ObjectMeta, pod.Name, pod.UID)
-		if _, err := cs.CoreV1().Secrets(p.Namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		if err := create(func() error {
+			_, err := cs.CoreV1().Secrets(p.Namespace).Create(ctx, sec, metav1.CreateOptions{})
+			return err
+		}); err != nil {
 			return fail("Secret "+sec.Name, err)
 		}
 	}
@@ -151,9 +206,10 @@ func hint(err error) string {
 // with it). A pod that is already gone is not an error.
 func (p *Pod) Delete(ctx context.Context) error {
 	bg := metav1.DeletePropagationBackground
+	uid := p.uid()
 	opts := metav1.DeleteOptions{
 		PropagationPolicy: &bg,
-		Preconditions:     &metav1.Preconditions{UID: &p.UID},
+		Preconditions:     &metav1.Preconditions{UID: &uid},
 	}
 	if p.DeleteGrace > 0 {
 		g := seconds(p.DeleteGrace)

@@ -25,7 +25,10 @@ const (
 	// finds the shim: no init container, no copy. Where the API server
 	// drops image volumes (the feature off, or a Kubernetes older than
 	// 1.31), Create notices it before creating the pod and falls back to
-	// ShimFromInit.
+	// ShimFromInit; where the API server keeps them but the container
+	// runtime has none (containerd before 2.1), WaitRunning notices the
+	// runtime's failure to create the container and replaces the pod with
+	// the ShimFromInit one.
 	ShimFromImage ShimSource = "image"
 )
 

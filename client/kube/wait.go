@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -71,6 +72,12 @@ func (o WaitOptions) withDefaults() WaitOptions {
 // its container, a pod that ended or was deleted, and on timeout. It does
 // not delete the pod.
 //
+// A pod whose shim comes from an image volume (ShimFromImage) that the
+// container runtime cannot mount (the API server keeps image volumes, the
+// runtime has none: containerd before 2.1) is deleted and created again,
+// under the same name, as its Fallback with the init container, saying so
+// in one line to p.Logger; p.UID becomes the new pod's.
+//
 // It follows the pod and its events through p.Watcher (shared by every job
 // of a runner), or through a Watcher of its own when p.Watcher is nil.
 func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
@@ -84,7 +91,21 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 		wt = NewWatcher(p.Client)
 		defer wt.Close()
 	}
-	sub, release := wt.subscribe(p.Namespace, p.Name, p.UID)
+	for {
+		err := p.waitRunning(ctx, wt, opts)
+		var iv *imageVolumeError
+		if !errors.As(err, &iv) {
+			return err
+		}
+		if err := p.replaceWithFallback(ctx, iv); err != nil {
+			return err
+		}
+	}
+}
+
+// waitRunning is WaitRunning for the pod p is now.
+func (p *Pod) waitRunning(ctx context.Context, wt *Watcher, opts WaitOptions) error {
+	sub, release := wt.subscribe(p.Namespace, p.Name, p.uid())
 	defer release()
 
 	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}}
@@ -163,6 +184,11 @@ func (w *waiter) assess(pod *corev1.Pod, now time.Time) (bool, error) {
 		if t := c.State.Terminated; t != nil && t.ExitCode != 0 && c.Name == InitContainer {
 			return false, fmt.Errorf("init container %s of pod %s failed with exit code %d (%s%s): does image %s carry /tether-shim?",
 				c.Name, name, t.ExitCode, t.Reason, message(t.Message), c.Image)
+		}
+	}
+	if objs := w.pod.imageObjs; objs != nil {
+		if err := imageVolumeFailure(objs.Pod, pod); err != nil {
+			return false, err
 		}
 	}
 	all := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
