@@ -1,7 +1,6 @@
 package shim
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -80,24 +79,21 @@ func cgroupDir(mountpoint, root, path string) string {
 	return filepath.Join(mountpoint, path)
 }
 
-// oomKills returns the cgroup's OOM-kill counter (v2 memory.events, v1
-// memory.oom_control; both name it oom_kill), ok false when unreadable.
-func (c memCgroup) oomKills() (uint64, bool) {
-	if c.dir == "" {
-		return 0, false
-	}
-	name := "memory.oom_control"
+// counterPath is the file that holds the cgroup's OOM-kill counter.
+func (c memCgroup) counterPath() string {
 	if c.v2 {
-		name = "memory.events"
+		return filepath.Join(c.dir, "memory.events")
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, name))
-	if err != nil {
-		return 0, false
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	return filepath.Join(c.dir, "memory.oom_control")
+}
+
+// parseOOMKills finds the "oom_kill N" line of a counter file.
+func parseOOMKills(b []byte) (uint64, bool) {
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		if v, ok := bytes.CutPrefix(line, []byte("oom_kill ")); ok {
+			n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
 			return n, err == nil
 		}
 	}

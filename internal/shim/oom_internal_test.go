@@ -55,12 +55,15 @@ func TestFindMemCgroupAndCounters(t *testing.T) {
 			if m.dir != c.wantDir || m.v2 != c.v2 {
 				t.Fatalf("found %+v, want dir %s v2 %v", m, c.wantDir, c.v2)
 			}
-			if _, ok := m.oomKills(); ok {
+			counter := newOOMCounter(m)
+			if _, ok := counter.read(); ok {
 				t.Fatal("a counter read from a missing file")
 			}
 			for _, n := range []int{0, 2} {
 				writeFile(t, filepath.Join(m.dir, c.counterFile), fmtCounter(c.counter, n))
-				if got, ok := m.oomKills(); !ok || got != uint64(n) {
+				// The counter file stays open: the second read sees the
+				// rewritten file through the same descriptor.
+				if got, ok := counter.read(); !ok || got != uint64(n) {
 					t.Fatalf("oom_kill %d %v, want %d", got, ok, n)
 				}
 			}

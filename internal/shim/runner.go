@@ -30,8 +30,9 @@ type runner struct {
 	// that configured the shim.
 	env []string
 
-	// mem is the memory cgroup, read to report out-of-memory kills.
-	mem memCgroup
+	// oom reads the memory cgroup's OOM-kill counter, to report
+	// out-of-memory kills.
+	oom *oomCounter
 
 	devnull *os.File // every script's stdin, opened once by the first start
 }
@@ -83,8 +84,8 @@ func (p *process) wait() protocol.Status {
 	// 137: SIGKILL ended the script, or (a shell's pipeline) the command
 	// it reports on.
 	if p.oomKnown && st.CommandExitCode == 128+int(syscall.SIGKILL) {
-		if n, ok := p.r.mem.oomKills(); ok && n > p.oomBefore {
-			st.OOMKilled, st.MemoryLimit = true, p.r.mem.limit()
+		if n, ok := p.r.oom.read(); ok && n > p.oomBefore {
+			st.OOMKilled, st.MemoryLimit = true, p.r.oom.limit()
 		}
 	}
 	p.r.drain(p, p.out, p.pumped)
@@ -120,7 +121,7 @@ func (r *runner) start(sc scriptStart) (proc, error) {
 		Sys:   sys,
 	}
 	p := &process{r: r, script: sc.path, out: out, pumped: make(chan struct{})}
-	p.oomBefore, p.oomKnown = r.mem.oomKills()
+	p.oomBefore, p.oomKnown = r.oom.read()
 	p.started = time.Now()
 	p.pgid, p.exited, err = r.reaper.Start(func() (int, error) {
 		return syscall.ForkExec(prog, argv, attr)
@@ -184,11 +185,29 @@ func (r *runner) scriptStdin() (*os.File, error) {
 	return r.devnull, nil
 }
 
+// childEnd is the script's end of its output: passed to the child, then
+// closed by the shim.
+type childEnd interface {
+	Fd() uintptr
+	Close() error
+}
+
+// rawFd is a descriptor the shim only hands to a child and closes. Unlike
+// an os.File it costs no fcntl to find its mode and no finalizer.
+type rawFd int
+
+// Fd returns the descriptor.
+func (f rawFd) Fd() uintptr { return uintptr(f) }
+
+// Close closes the descriptor.
+func (f rawFd) Close() error { return syscall.Close(int(f)) }
+
 // outputPipe returns the shim's read end and the script's write end. Only
-// the read end is registered with Go's poller (the pump's flush deadline
-// needs it); the write end is closed right after the fork, and registering
-// it would cost two more epoll calls per script.
-func (r *runner) outputPipe() (*os.File, *os.File, error) {
+// the read end is an os.File registered with Go's poller (the pump's flush
+// deadline needs it); the write end stays a bare descriptor, closed right
+// after the fork: registering it would cost two more epoll calls per
+// script.
+func (r *runner) outputPipe() (*os.File, childEnd, error) {
 	if r.cfg.TTY {
 		return openPty()
 	}
@@ -196,10 +215,12 @@ func (r *runner) outputPipe() (*os.File, *os.File, error) {
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
 		return nil, nil, fmt.Errorf("create output pipe: %w", os.NewSyscallError("pipe2", err))
 	}
-	if err := syscall.SetNonblock(p[0], true); err != nil {
+	// The new read end has no status flag but O_RDONLY, which F_SETFL
+	// keeps: one fcntl instead of syscall.SetNonblock's two.
+	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(p[0]), syscall.F_SETFL, syscall.O_NONBLOCK); e != 0 {
 		syscall.Close(p[0])
 		syscall.Close(p[1])
-		return nil, nil, fmt.Errorf("create output pipe: %w", os.NewSyscallError("fcntl", err))
+		return nil, nil, fmt.Errorf("create output pipe: %w", os.NewSyscallError("fcntl", e))
 	}
-	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+	return os.NewFile(uintptr(p[0]), "|0"), rawFd(p[1]), nil
 }

@@ -43,7 +43,7 @@ func New(cfg *Config, rp *reaper.Reaper, stdout io.Writer, log *slog.Logger) (*S
 		log.Warn("no shell found; every script will fail", "err", err)
 	}
 	s.runner = &runner{cfg: cfg, shell: shell, explicitShell: cfg.Shell != "", reaper: rp, em: s.em, log: log, env: scriptEnv(os.Environ(), cfg.EnvNames),
-		mem: findMemCgroup("/proc/self/cgroup", "/proc/self/mountinfo")}
+		oom: newOOMCounter(findMemCgroup("/proc/self/cgroup", "/proc/self/mountinfo"))}
 	values, err := maskEnvValues(cfg.MaskEnv, os.Getenv)
 	if err != nil {
 		return nil, err
