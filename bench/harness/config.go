@@ -12,19 +12,22 @@ import (
 
 // config is one harness run's settings.
 type config struct {
-	repo      string // repository root
-	shim      string // bin/tether-shim
-	tether    string // bin/tether
-	self      string // this executable (the read-logs emulation)
-	shell     string // shell for scripts and baselines
-	bytes     int64  // relay bytes per throughput run
-	bigBytes  int64  // relay bytes of the memory run
-	repeat    int    // runs per measurement
-	latency   int    // latency samples per path
-	scripts   int    // scripts per overhead run
-	nodeJobs  int    // concurrent jobs on the real node
-	nodeBytes int64  // output of the bulk job on the real node
-	only      map[string]bool
+	repo     string // repository root
+	shim     string // bin/tether-shim
+	tether   string // bin/tether
+	self     string // this executable (the read-logs emulation)
+	shell    string // shell for scripts and baselines
+	bytes    int64  // relay bytes per throughput run
+	bigBytes int64  // relay bytes of the memory run
+	repeat   int    // runs per measurement
+	latency  int    // latency samples per path
+	scripts  int    // scripts per overhead run
+	// overheadRounds is how many times the overhead section runs each
+	// variant (interleaved): its CPU figures are medians of rounds.
+	overheadRounds int
+	nodeJobs       int   // concurrent jobs on the real node
+	nodeBytes      int64 // output of the bulk job on the real node
+	only           map[string]bool
 	// relayPaths limits the relay section's paths (the cat baseline
 	// always runs); empty means all.
 	relayPaths map[string]bool
@@ -90,6 +93,7 @@ func loadConfig(args []string, getenv func(string) string) (*config, error) {
 	c.repeat = count("BENCH_REPEAT", "3")
 	c.latency = count("BENCH_LAT_SAMPLES", "200")
 	c.scripts = count("BENCH_SCRIPTS", "1000")
+	c.overheadRounds = count("BENCH_OVERHEAD_ROUNDS", "7")
 	c.nodeJobs = count("BENCH_NODE_JOBS", "100")
 	c.nodeBytes = size("BENCH_NODE_BYTES", "100000000")
 	c.shell = env("BENCH_SHELL", "/bin/sh")

@@ -131,3 +131,25 @@ func TestScriptCPU(t *testing.T) {
 		t.Error("scriptCPU of a malformed file succeeded")
 	}
 }
+
+// The overhead verdict pairs each round's variant with the baseline of the
+// same round: a round that the machine's other load slowed for both moves
+// neither difference, where the difference of the two medians mixes rounds.
+func TestPairedCPUPairsRounds(t *testing.T) {
+	runs := func(cpu ...time.Duration) []outcome {
+		var o []outcome
+		for _, c := range cpu {
+			o = append(o, outcome{relayCPU: c})
+		}
+		return o
+	}
+	// 10 scripts per run. Per script the baseline took 1.0, 3.0 and 1.1 ms
+	// in the three rounds, the variant 1.2, 3.2 and 1.25 ms: +0.2, +0.2 and
+	// +0.15 ms, median +0.2 ms (the medians' difference, 1.25 − 1.1, would
+	// be +0.15 ms).
+	base := &overheadVariant{runs: runs(10*time.Millisecond, 30*time.Millisecond, 11*time.Millisecond)}
+	v := &overheadVariant{runs: runs(12*time.Millisecond, 32*time.Millisecond, 12500*time.Microsecond)}
+	if got, want := pairedCPU(v, base, 10, 10), 200*time.Microsecond; got != want {
+		t.Errorf("paired overhead %s, want %s", got, want)
+	}
+}

@@ -12,6 +12,7 @@
 //	BENCH_REPEAT       runs per measurement (median used)  (default 3)
 //	BENCH_LAT_SAMPLES  latency samples per path            (default 200; GitLab emulation: 1/5 of it, at least 10)
 //	BENCH_SCRIPTS      scripts per overhead run            (default 1000)
+//	BENCH_OVERHEAD_ROUNDS rounds of the overhead section, variants interleaved (default 7)
 //	BENCH_NODE_JOBS    concurrent jobs on the real node    (default 100)
 //	BENCH_SHELL        shell for scripts and baselines     (default /bin/sh)
 //	BENCH_ONLY         comma list of sections to run: cli,relay,latency,overhead,memory,node (default all)

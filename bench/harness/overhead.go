@@ -129,6 +129,21 @@ func tetherJob(ctx context.Context, cfg *config, script string, n int) (outcome,
 	return outcome{wall: d, relayCPU: self + own - own0 + kids - kids0, shimCPU: own - own0, clientCPU: self}, nil
 }
 
+// pairedCPU returns the median over rounds of v's CPU per script minus
+// base's in the same round: the rounds interleave the variants, so each
+// difference compares the two under the same machine load.
+func pairedCPU(v, base *overheadVariant, nv, nBase int) time.Duration {
+	var d durations
+	for r := range min(len(v.runs), len(base.runs)) {
+		d = append(d, v.runs[r].relayCPU/time.Duration(nv)-base.runs[r].relayCPU/time.Duration(nBase))
+	}
+	return d.median()
+}
+
+// overheadTarget is the design's limit on tether's CPU per script beyond
+// the baseline's.
+const overheadTarget = 200 * time.Microsecond
+
 func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logger) (*section, error) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
@@ -149,13 +164,21 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 	tether := &overheadVariant{label: "tether: the N scripts as one job (≤ 1000 per job) through tether-shim, local backend, session included"}
 	shellPlain := &overheadVariant{label: fmt.Sprintf("one shell fed %d lines `sh true.sh` (baseline of the emulation)", nG)}
 	shellGitlab := &overheadVariant{label: fmt.Sprintf("GitLab emulation: one shell fed %d lines `sh true.sh.gitlab 2>&1 | tee -a LOG` (trap inside)", nG)}
-	for r := range cfg.repeat {
-		for _, step := range []struct {
-			v   *overheadVariant
-			run func() (outcome, error)
-		}{
-			{direct, func() (outcome, error) { return directRuns(ctx, cfg.shell, script, n) }},
-			{tether, func() (outcome, error) { return tetherJob(ctx, cfg, script, n) }},
+	type step struct {
+		v   *overheadVariant
+		run func() (outcome, error)
+	}
+	directStep := step{direct, func() (outcome, error) { return directRuns(ctx, cfg.shell, script, n) }}
+	tetherStep := step{tether, func() (outcome, error) { return tetherJob(ctx, cfg, script, n) }}
+	for r := range cfg.overheadRounds {
+		// Every other round runs tether first: neither side always
+		// follows the same neighbour.
+		first, second := directStep, tetherStep
+		if r%2 == 1 {
+			first, second = tetherStep, directStep
+		}
+		for _, st := range []step{
+			first, second,
 			{shellPlain, func() (outcome, error) {
 				return shellRuns(ctx, cfg.shell, "sh "+shellQuote(script)+" </dev/null", nG)
 			}},
@@ -163,29 +186,31 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 				return shellRuns(ctx, cfg.shell, "sh "+shellQuote(wrapped)+" </dev/null 2>&1 | tee -a "+shellQuote(logPath)+" >/dev/null", nG)
 			}},
 		} {
-			oc, err := step.run()
+			oc, err := st.run()
 			if err != nil {
 				return nil, err
 			}
-			step.v.runs = append(step.v.runs, oc)
+			st.v.runs = append(st.v.runs, oc)
 		}
 		log.Info("overhead", "round", r+1,
 			"direct/script", direct.runs[r].wall/time.Duration(n), "tether/script", tether.runs[r].wall/time.Duration(n),
+			"cpu overhead/script", (tether.runs[r].relayCPU-direct.runs[r].relayCPU)/time.Duration(n),
 			"shell/script", shellPlain.runs[r].wall/time.Duration(nG), "gitlab-emulation/script", shellGitlab.runs[r].wall/time.Duration(nG))
 	}
 	sec := &section{title: "Per-script overhead"}
 	sec.notes = append(sec.notes, fmt.Sprintf(
-		"N = %d trivial scripts (`true`) run one after the other, %d rounds with the variants interleaved. "+
+		"N = %d trivial scripts (`true`) run one after the other, %d rounds with the variants interleaved (tether and its baseline swap places every other round). "+
 			"Wall time per script: **best** round (the least disturbed by the machine's other load) and median round. "+
 			"CPU per script: median round's CPU time of everything involved (the shell running the script included), per script — much less sensitive to load. "+
-			"The verdict needs both the best-round wall overhead and the CPU overhead within the target (on a loaded machine the wall figure alone can even come out negative). "+
-			"Overhead = variant − its baseline. Tether and its baseline both run scripts with %s. "+
+			"The CPU overhead is the median over the rounds of the variant's CPU per script minus its baseline's in the same round; the verdict uses it alone, against the design's ≤ +0.2 ms of CPU per script. "+
+			"The wall overhead (best round against best round) is reported, not judged: on a shared machine it follows the load (it can even come out negative). "+
+			"Tether and its baseline both run scripts with %s. "+
 			"The GitLab emulation's overhead is its trap + `tee` pipeline only; the real GitLab runner also waits for read-logs' 500 ms poll to see each exit code, which is not counted here.",
-		n, cfg.repeat, cfg.shell))
-	t := &table{head: []string{"variant", "wall/script, best", "wall/script, median", "CPU/script", "overhead: wall (best)", "overhead: CPU"}}
+		n, cfg.overheadRounds, cfg.shell))
+	t := &table{head: []string{"variant", "wall/script, best", "wall/script, median", "CPU/script", "overhead: wall (best)", "overhead: CPU (median of rounds)"}}
 	over := func(v, base *overheadVariant, n int) (string, string) {
 		return fmt.Sprintf("%+.3f ms", float64(v.best(n)-base.best(n))/float64(time.Millisecond)),
-			fmt.Sprintf("%+.3f ms", float64(v.cpu(n)-base.cpu(n))/float64(time.Millisecond))
+			fmt.Sprintf("%+.3f ms", float64(pairedCPU(v, base, n, n))/float64(time.Millisecond))
 	}
 	t.add(direct.label, ms(direct.best(n)), ms(direct.median(n)), ms(direct.cpu(n)), "", "")
 	tw, tc := over(tether, direct, n)
@@ -194,20 +219,19 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 	gw, gc := over(shellGitlab, shellPlain, nG)
 	t.add(shellGitlab.label, ms(shellGitlab.best(nG)), ms(shellGitlab.median(nG)), ms(shellGitlab.cpu(nG)), gw, gc)
 	sec.tabs = append(sec.tabs, t)
-	tOver, tCPU := tether.best(n)-direct.best(n), tether.cpu(n)-direct.cpu(n)
 	var shimCPU, clientCPU durations
 	for _, o := range tether.runs {
 		shimCPU, clientCPU = append(shimCPU, o.shimCPU), append(clientCPU, o.clientCPU)
 	}
-	sec.notes = append(sec.notes, fmt.Sprintf("Of tether's CPU per script, tether-shim itself (forking and reaping the shell, the output pipe, the begin and status records) used %s and the client session (this process) %s; "+
+	sec.notes = append(sec.notes, fmt.Sprintf("Of tether's CPU per script, tether-shim itself (forking and reaping the shell, the output pipe, the begin and status records) used %s and the client session (this process) %s (medians of rounds); "+
 		"the rest is the shell running the script. In the baseline the forking is this process's.",
 		ms(shimCPU.median()/time.Duration(n)), ms(clientCPU.median()/time.Duration(n))))
 	sec.goals = append(sec.goals, goal{
 		measure:  "per-script overhead (N = " + fmt.Sprint(n) + ")",
-		tether:   tw + " wall (best round), " + tc + " CPU",
-		baseline: "GitLab emulation " + gw + " wall, " + gc + " CPU",
-		target:   "≤ +0.3 ms",
-		verdict:  verdict(tOver <= 300*time.Microsecond && tCPU <= 300*time.Microsecond),
+		tether:   tc + " CPU (median of " + fmt.Sprint(cfg.overheadRounds) + " rounds), " + tw + " wall (best round)",
+		baseline: "GitLab emulation " + gc + " CPU, " + gw + " wall",
+		target:   "≤ +0.2 ms CPU (wall reported)",
+		verdict:  verdict(pairedCPU(tether, direct, n, n) <= overheadTarget),
 	})
 	return sec, nil
 }
