@@ -141,18 +141,14 @@ func (c *connState) writeLoop() {
 	}
 }
 
-// activityReader records when bytes arrive and, before every read that may
-// block, writes the output decoded so far: output reaches the caller in
-// one write per chunk received, never later than the chunk after it.
+// activityReader records when bytes arrive. (The decoder writes the output
+// decoded so far before it reads: see read.)
 type activityReader struct {
 	st *stream
 	c  *connState
 }
 
 func (r activityReader) Read(p []byte) (int, error) {
-	if err := r.st.flush(); err != nil {
-		return 0, err
-	}
 	n, err := r.c.conn.Read(p)
 	if n > 0 {
 		r.c.lastRead.Store(time.Now().UnixNano())

@@ -207,6 +207,31 @@ func (f *fakeShim) output(data string) {
 	}
 }
 
+// batch runs add, which appends records with the ...Locked methods, and
+// sends what they appended live in one write.
+func (f *fakeShim) batch(add func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.conn
+	f.conn = nil // appendLocked keeps the records for the one write below
+	from := len(f.stream)
+	add()
+	f.conn = c
+	if c != nil {
+		_, _ = c.closeW.Write(f.stream[from:])
+	}
+}
+
+// blocksLocked appends data as block records. Called with mu held.
+func (f *fakeShim) blocksLocked(data []byte) {
+	f.appendLocked(f.enc.Offset(), f.enc.AppendBlocks(nil, data))
+}
+
+// outputLocked appends one output line. Called with mu held.
+func (f *fakeShim) outputLocked(line string) {
+	f.appendLocked(f.enc.Offset(), f.enc.AppendOutput(nil, []byte(line)))
+}
+
 // blocks writes data as block records, the way the shim sends bulk output.
 func (f *fakeShim) blocks(data string) {
 	f.mu.Lock()

@@ -30,6 +30,11 @@ const releaseAfter = 32
 // finishes, or something fatal happens.
 func (s *stream) read(c *connState) serveEnd {
 	dec := protocol.NewDecoder(activityReader{st: s, c: c})
+	// Queued block payloads live in the decoder's buffer: they are written
+	// before it reads (or moves what it holds), so output reaches the
+	// caller in one write per chunk received, never later than the chunk
+	// after it.
+	dec.BeforeFill(s.flush)
 	dec.Resync(!c.synced.Load()) // a connection starts anywhere, even inside a block
 	for {
 		if c.synced.Load() {
@@ -92,8 +97,9 @@ func (s *stream) read(c *connState) serveEnd {
 		s.gaps = 0
 		s.next = rec.Next()
 		if rec.Type == protocol.TypeBlock && len(rec.Payload) >= protocol.DirectOutput {
-			// Bulk output goes out from the decoder's buffer, not copied.
-			if s.flush() != nil || s.writeOutput(rec.Payload) != nil {
+			// Bulk output goes out from the decoder's buffer, not copied,
+			// with the other blocks of the same read.
+			if s.queueDirect(rec.Payload) != nil {
 				return s.fatalOutput()
 			}
 			continue
@@ -128,10 +134,14 @@ func (s *stream) fatalOutput() serveEnd {
 	return serveEnd{fatal: true, err: fmt.Errorf("write the job's output: %w", s.outErr)}
 }
 
-// flush writes the pending output to opts.Output.
+// flush writes the queued block payloads and the pending output to
+// opts.Output.
 func (s *stream) flush() error {
 	if s.outErr != nil {
 		return s.outErr
+	}
+	if err := s.flushQueued(); err != nil {
+		return err
 	}
 	if len(s.pending) == 0 {
 		return nil

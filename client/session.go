@@ -137,9 +137,14 @@ type stream struct {
 	gaps     int   // consecutive connections that ended on a gap
 	attempts int   // connections made, as of the one being read (for events)
 
-	pending     []byte // decoded output not yet written to output
-	smallWrites int    // writes in a row that used a small part of pending's capacity
-	outErr      error  // output failed
+	pending []byte // decoded output not yet written to output
+	// queued are block payloads in the decoder's buffer not yet written
+	// to output (they go before pending); vec writes them in one call
+	// where the output allows it.
+	queued      [][]byte
+	vec         vectorWriter
+	smallWrites int   // writes in a row that used a small part of pending's capacity
+	outErr      error // output failed
 }
 
 func newSession(t Transport, opts Options) (*session, error) {
@@ -158,7 +163,7 @@ func newSession(t Transport, opts Options) (*session, error) {
 		limit = &limitWriter{w: opts.Output, left: opts.OutputLimit}
 		opts.Output = limit
 	}
-	st := &stream{output: opts.Output, events: opts.Events, log: opts.Logger, exitShim: opts.ExitShim}
+	st := &stream{output: opts.Output, vec: vectorWriterFor(opts.Output), events: opts.Events, log: opts.Logger, exitShim: opts.ExitShim}
 	return &session{t: t, opts: opts, log: opts.Logger, st: st, limit: limit}, nil
 }
 

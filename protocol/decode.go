@@ -181,6 +181,8 @@ type Decoder struct {
 	// resync is set while the stream position may be inside a record
 	// (see Resync).
 	resync bool
+	// beforeFill runs before every fill (see BeforeFill).
+	beforeFill func() error
 }
 
 // decoderBufSize is the first read buffer; a fast stream's buffer grows to
@@ -290,9 +292,22 @@ func (d *Decoder) takeBlock(rec Record, from, end int) (Record, error) {
 // once it knows it stands on a record boundary (its resume answer).
 func (d *Decoder) Resync(on bool) { d.resync = on }
 
+// BeforeFill sets f to run each time the decoder is about to read from its
+// reader, before it moves or replaces the bytes it holds: the payloads it
+// returned stay valid until then, so f can still use them (a caller that
+// writes block payloads from the decoder's buffer writes them there). An
+// error from f ends the stream as a read error would.
+func (d *Decoder) BeforeFill(f func() error) { d.beforeFill = f }
+
 // fill reads more of the stream into rbuf, moving the unreturned bytes to
 // its start when the end is reached.
 func (d *Decoder) fill() {
+	if d.beforeFill != nil {
+		if err := d.beforeFill(); err != nil {
+			d.err = err
+			return
+		}
+	}
 	if d.start == d.end {
 		d.start, d.end, d.scanned = 0, 0, 0
 		if d.busy {
