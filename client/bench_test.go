@@ -13,8 +13,9 @@ import (
 )
 
 // benchStream is a complete job's record stream as a shim writes it: hello,
-// begin, the output in 64 KiB reads' worth of records, status, job done.
-func benchStream(b *testing.B, jobID string, output []byte) []byte {
+// begin, the output in 64 KiB reads' worth of records (block records when
+// blocks is set, as the shim sends bulk output), status, job done.
+func benchStream(b *testing.B, jobID string, output []byte, blocks bool) []byte {
 	b.Helper()
 	enc := protocol.NewEncoder()
 	must := func(out []byte, err error) []byte {
@@ -27,7 +28,11 @@ func benchStream(b *testing.B, jobID string, output []byte) []byte {
 	s = must(enc.AppendJSON(s, protocol.TypeBegin, protocol.Begin{Script: "/s", Phase: "script", Job: jobID}))
 	for data := output; len(data) > 0; {
 		n := min(len(data), 64<<10)
-		s = enc.AppendOutput(s, data[:n])
+		if blocks {
+			s = enc.AppendBlocks(s, data[:n])
+		} else {
+			s = enc.AppendOutput(s, data[:n])
+		}
 		data = data[n:]
 	}
 	s = must(enc.AppendJSON(s, protocol.TypeStatus, protocol.Status{Script: "/s", Phase: "script", Job: jobID}))
@@ -90,15 +95,17 @@ func BenchmarkSessionDecode(b *testing.B) {
 	line := []byte("0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ build step ok\n")
 	unit := []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 	for _, s := range []struct {
-		name string
-		data []byte
+		name   string
+		data   []byte
+		blocks bool
 	}{
-		{"lines80", bytes.Repeat(line, total/len(line))},
-		{"nonewline", bytes.Repeat(unit, total/len(unit))},
+		{"lines80", bytes.Repeat(line, total/len(line)), false},
+		{"nonewline", bytes.Repeat(unit, total/len(unit)), false},
+		{"blocks", bytes.Repeat(line, total/len(line)), true},
 	} {
 		b.Run(s.name, func(b *testing.B) {
 			const id = "bench-job"
-			t := streamTransport{stream: benchStream(b, id, s.data)}
+			t := streamTransport{stream: benchStream(b, id, s.data, s.blocks)}
 			b.SetBytes(int64(len(s.data)))
 			b.ReportAllocs()
 			for b.Loop() {
