@@ -25,6 +25,11 @@ const (
 	DefaultConfigErrorTimeout = 30 * time.Second
 )
 
+// absentGrace is how long WaitRunning waits for a pod its caches lack once
+// they synced (see waitRunning) before it asks the API server whether the
+// pod exists at all.
+const absentGrace = 3 * time.Second
+
 // imagePullFailures are waiting reasons that end the wait at once.
 var imagePullFailures = map[string]bool{
 	"ErrImagePull":      true,
@@ -113,6 +118,7 @@ func (p *Pod) waitRunning(ctx context.Context, wt *Watcher, opts WaitOptions) er
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	synced := sub.synced
+	var absent <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -120,9 +126,19 @@ func (p *Pod) waitRunning(ctx context.Context, wt *Watcher, opts WaitOptions) er
 		case <-synced:
 			synced = nil
 			if !sub.cached() {
-				// The caches hold no such pod. A shared informer may not
-				// have delivered a pod created a moment ago yet, so ask
-				// once whether it exists at all.
+				// The caches hold no such pod yet. The informer's list
+				// may come from the API server's watch cache as it was a
+				// moment before the pod was created; the pod then comes
+				// in the watch that follows. Only a pod deleted before
+				// the list never comes: ask whether it exists if it has
+				// not come after a while.
+				t := time.NewTimer(absentGrace)
+				defer t.Stop()
+				absent = t.C
+			}
+		case <-absent:
+			absent = nil
+			if w.last == nil && !sub.cached() {
 				if _, err := p.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 					return fmt.Errorf("pod %s/%s was deleted while starting", p.Namespace, p.Name)
 				}

@@ -9,6 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	ktesting "k8s.io/client-go/testing"
 )
 
 func podWith(phase corev1.PodPhase, mutate func(*corev1.PodStatus)) *corev1.Pod {
@@ -234,5 +237,68 @@ func TestWaitRunningSeesItsPodsEarlierEvents(t *testing.T) {
 	}
 	if err := p.WaitRunning(ctx, WaitOptions{Timeout: 5 * time.Second}); err != nil {
 		t.Fatalf("WaitRunning: %v; want it ended by the earlier Started event", err)
+	}
+}
+
+// hideFromLists makes cs answer pod lists without any pod, as the API
+// server's watch cache can a moment before a pod just created shows up in
+// it (an informer's first list reads the cache): pods then come only by
+// the watch that follows.
+func hideFromLists(cs interface {
+	PrependReactor(verb, resource string, fn ktesting.ReactionFunc)
+}) {
+	cs.PrependReactor("list", "pods", func(ktesting.Action) (bool, runtime.Object, error) {
+		return true, &corev1.PodList{}, nil
+	})
+}
+
+func countVerb(cs *fake.Clientset, verb string) int {
+	n := 0
+	for _, v := range verbs(cs) {
+		if v == verb {
+			n++
+		}
+	}
+	return n
+}
+
+// A pod the first list lacks comes by the watch: WaitRunning follows it
+// without asking the API server for it.
+func TestWaitRunningTakesALatePodFromTheWatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, _, p := createTestPod(ctx, t)
+	hideFromLists(cs)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		pod, err := cs.CoreV1().Pods("ci").Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: BuildContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		_, _ = cs.CoreV1().Pods("ci").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	}()
+	if err := p.WaitRunning(ctx, WaitOptions{Timeout: 10 * time.Second}); err != nil {
+		t.Fatalf("WaitRunning: %v", err)
+	}
+	// The test's own Get above is the only one.
+	if n := countVerb(cs, "get pods"); n != 1 {
+		t.Fatalf("%d pod GETs; want none from WaitRunning: %v", n, verbs(cs))
+	}
+}
+
+// A pod deleted before the informer's list never comes: WaitRunning asks
+// whether it exists and says it was deleted.
+func TestWaitRunningNoticesAPodDeletedBeforeTheList(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, _, p := createTestPod(ctx, t)
+	if err := p.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := p.WaitRunning(ctx, WaitOptions{Timeout: 15 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "was deleted while starting") {
+		t.Fatalf("WaitRunning: %v; want the pod's deletion", err)
 	}
 }
