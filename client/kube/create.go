@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,8 @@ type Pod struct {
 	imageObjs *Objects
 	// mu guards UID, which WaitRunning changes when it replaces the pod.
 	mu sync.Mutex
+	// started is set when WaitRunning saw the shim's container start.
+	started atomic.Bool
 }
 
 // uid returns the pod's UID.
@@ -225,13 +228,16 @@ func (p *Pod) Delete(ctx context.Context) error {
 
 // Transport returns the attach transport of the pod's build container.
 // With p.Watcher set, it shares what the Watcher learnt about the API
-// server (whether a container log can be read by stream).
+// server (whether a container log can be read by stream). After
+// WaitRunning succeeded, its first Connect attaches without reading the
+// pod first (the container was just seen to start).
 func (p *Pod) Transport(cfg *rest.Config, opts TransportOptions) *Transport {
 	t := &Transport{Config: cfg, Client: p.Client, Namespace: p.Namespace, Pod: p.Name,
 		Container: p.container(), Options: opts}
 	if p.Watcher != nil {
 		t.logStreams = &p.Watcher.logStreams
 	}
+	t.started.Store(p.started.Load())
 	return t
 }
 

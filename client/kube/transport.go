@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +88,10 @@ type Transport struct {
 	// (Pod.Transport), else ownLogStreams.
 	logStreams    *logStreams
 	ownLogStreams logStreams
+	// started says the container was seen to start (Pod.Transport after
+	// WaitRunning): the first Connect attaches without reading the pod
+	// first.
+	started atomic.Bool
 }
 
 var (
@@ -117,9 +122,26 @@ func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.started.Swap(false) {
+		// The container was just seen to start (Pod.Transport after
+		// WaitRunning): attach at once, and read the pod only to tell
+		// why the attach failed.
+		c, err := t.attach(ctx, cs)
+		if err != nil {
+			if _, cerr := t.checkContainer(ctx, cs); errors.Is(cerr, client.ErrShimGone) {
+				return nil, cerr
+			}
+		}
+		return c, err
+	}
 	if _, err := t.checkContainer(ctx, cs); err != nil {
 		return nil, err
 	}
+	return t.attach(ctx, cs)
+}
+
+// attach makes one attach session.
+func (t *Transport) attach(ctx context.Context, cs kubernetes.Interface) (client.Conn, error) {
 	timeout := t.Options.ConnectTimeout
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout

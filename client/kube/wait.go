@@ -100,6 +100,7 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 		err := p.waitRunning(ctx, wt, opts)
 		var iv *imageVolumeError
 		if !errors.As(err, &iv) {
+			p.started.Store(err == nil)
 			return err
 		}
 		if err := p.replaceWithFallback(ctx, iv); err != nil {

@@ -94,7 +94,7 @@ func apiserverRequests(ctx context.Context, t testing.TB, cs kubernetes.Interfac
 // TestKubeManyJobsShareWatches runs a batch of jobs from one process the
 // way a runner does (one shared kube.Watcher) and counts the API requests
 // per job: the jobs share one pod watch and one event watch, and each job
-// costs its own creates, attach and delete only. The numbers are logged
+// costs its own creates, attach and delete only (no pod GET). The numbers are logged
 // (this process's requests by kind, and the API server's
 // apiserver_request_total before and after, which also counts whatever
 // else runs on the node meanwhile).
@@ -169,5 +169,11 @@ func TestKubeManyJobsShareWatches(t *testing.T) {
 		after-before, (after-before)/jobs)
 	if w, e := byKind["WATCH pods"], byKind["WATCH events"]; w != 1 || e != 1 {
 		t.Fatalf("%d pod watches and %d event watches for %d jobs in one namespace; want one of each", w, e, jobs)
+	}
+	// The pods' states come from the shared watch: no job reads its pod
+	// (the GETs are the informer's list), neither while waiting nor for
+	// its first attach.
+	if g := byKind["GET pods"]; g >= jobs {
+		t.Fatalf("%d pod GETs for %d jobs; want no GET per job", g, jobs)
 	}
 }
