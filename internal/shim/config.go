@@ -65,6 +65,10 @@ type Config struct {
 	LogLevel slog.Level
 	// Start is when the shim started; deadlines in seconds count from it.
 	Start time.Time
+	// ScriptTimerSlack is the timer slack scripts are forked with when the
+	// shim's own threads run with another (set by Main, not a flag; 0 =
+	// scripts inherit the forking thread's).
+	ScriptTimerSlack time.Duration
 }
 
 // DefaultAfterTimeout is the after-scripts' budget after a deadline, as in

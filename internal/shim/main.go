@@ -65,7 +65,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tether-shim:", err)
 		return 2
 	}
-	startedAgain := startWithOneP(args, startPs)
+	startedAgain, scriptSlack := startWithOneP(args, startPs)
+	cfg.ScriptTimerSlack = scriptSlack
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	if startedAgain {
 		log.Debug("started again with one P", "GOMAXPROCS", runtime.GOMAXPROCS(0))

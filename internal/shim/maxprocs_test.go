@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-ci/tether/protocol"
 )
 
 // withEnv replaces (or with value "" removes) one variable of the shim's
@@ -84,5 +86,41 @@ func TestShimKeepsTheUsersGOMAXPROCS(t *testing.T) {
 	defer p.mu.Unlock()
 	if strings.Contains(p.stderr.String(), "started again") {
 		t.Errorf("the shim started itself again though the user set GOMAXPROCS; stderr:\n%s", p.stderr.String())
+	}
+}
+
+// A shim that started itself again runs its own threads with a coarse timer
+// slack (the runtime's monitor thread then wakes less often per script),
+// but every script gets the slack the shim was started with.
+func TestScriptsKeepTheTimerSlackTheShimWasStartedWith(t *testing.T) {
+	dir := t.TempDir()
+	s := script(t, dir, "slack.sh", "#!/bin/sh\ncat /proc/self/timerslack_ns\n")
+	p := startShim(t, []string{"--shell=/bin/sh"}, withEnv("GOMAXPROCS", ""))
+	p.waitRecord(0, 30*time.Second, func(r rec) bool { return r.Type == protocol.TypeHello })
+	// Before any fork the main thread still has the slack it started
+	// with (only /proc/PID/timerslack_ns, the main thread's, is readable).
+	shimSlack, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid()) + "/timerslack_ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := os.ReadFile("/proc/self/timerslack_ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(own) // one P from the start: nothing changes
+	if defaultPs() > 1 {
+		want = strconv.Itoa(int(time.Millisecond)) + "\n"
+	}
+	if string(shimSlack) != want {
+		t.Errorf("the shim's main thread has a timer slack of %q ns, want %q (a Go program starts with %d Ps here)", shimSlack, want, defaultPs())
+	}
+	from := 0
+	for range 3 {
+		p.send(run(s))
+		_, i := p.waitRecord(from, 30*time.Second, func(r rec) bool { return r.Type == protocol.TypeStatus })
+		from = i + 1
+	}
+	if got, want := string(p.output()), strings.Repeat(string(own), 3); got != want {
+		t.Errorf("scripts' timer slack %q, want this test's %q each time", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -124,6 +125,13 @@ func (r *runner) start(sc scriptStart) (proc, error) {
 	p.oomBefore, p.oomKnown = r.oom.read()
 	p.started = time.Now()
 	p.pgid, p.exited, err = r.reaper.Start(func() (int, error) {
+		if slack := r.cfg.ScriptTimerSlack; slack > 0 {
+			// The child inherits the forking thread's slack: this
+			// thread's, set back to what the shim was started with.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			setThreadTimerSlack(slack)
+		}
 		return syscall.ForkExec(prog, argv, attr)
 	})
 	childOut.Close()
