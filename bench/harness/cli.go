@@ -108,14 +108,16 @@ func cliSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logge
 			"%s per run, %d rounds with the two interleaved; best and median. "+
 			"Relay CPU = CPU time of the command's whole process tree (wait4's usage) minus the script's own (the shell's `times` after its output): "+
 			"tether-shim + tether for Tether, `cat` (and the outer shell) for the baseline. The output goes to /dev/null as in a user's run; "+
-			"its bytes are checked in the in-process rows below, which take the same path.",
+			"its bytes are checked in the in-process rows below, which take the same path. "+
+			"The relay CPU of `cat` is far from steady on this 2-core machine type: runs an hour apart measured 0.16 s/GiB and 0.36–0.56 s/GiB, while tether's stayed at 0.5–0.7 s/GiB; "+
+			"the range column shows each path's spread within this run.",
 		tetherCLI.name, catCLI.name, gib(cfg.bytes), cfg.repeat))
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
 	defer devnull.Close()
-	t := &table{head: []string{"shape", "path", "best GiB/s", "median GiB/s", "vs cat (bests)", "vs cat (medians)", "relay CPU s/GiB (median)", "CPU vs cat's"}}
+	t := &table{head: []string{"shape", "path", "best GiB/s", "median GiB/s", "vs cat (bests)", "vs cat (medians)", "relay CPU s/GiB (median)", "relay CPU s/GiB (range)", "CPU vs cat's"}}
 	for _, s := range shapes() {
 		raw, err := ws.relayScript(s, cfg.bytes)
 		if err != nil {
@@ -153,11 +155,12 @@ func cliSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logge
 		cpuRatio := float64(cpus(teth).median()) / float64(max(cpus(base).median(), time.Millisecond))
 		for i, p := range paths {
 			w := walls(results[i])
+			c := cpus(results[i])
 			row := []string{s.label, p.name,
 				fmt.Sprintf("%.3f", throughput(cfg.bytes, w.min())), fmt.Sprintf("%.3f", throughput(cfg.bytes, w.median())),
-				"1×", "1×", fmt.Sprintf("%.2f", perGiB(cpus(results[i]).median())), "1×"}
+				"1×", "1×", fmt.Sprintf("%.2f", perGiB(c.median())), fmt.Sprintf("%.2f–%.2f", perGiB(c.min()), perGiB(c.max())), "1×"}
 			if i == 1 {
-				row[4], row[5], row[7] = fmt.Sprintf("%.2f×", bestRatio), fmt.Sprintf("%.2f×", medRatio), fmt.Sprintf("%.1f×", cpuRatio)
+				row[4], row[5], row[8] = fmt.Sprintf("%.2f×", bestRatio), fmt.Sprintf("%.2f×", medRatio), fmt.Sprintf("%.1f×", cpuRatio)
 			}
 			t.add(row...)
 		}
