@@ -11,9 +11,9 @@ import (
 
 // engine is the shim's job engine, a state machine driven by one goroutine
 // only (the serve loop): it owns the queue, the item that runs, the script
-// that runs with its process, and the shim's lifetime limits. Each
-// script's own goroutine only waits for it and reports its status on
-// results. Every method takes the time it acts at, so the rules can be
+// that runs with its process, and the shim's lifetime limits. One
+// goroutine (waitScripts) only waits for each script and reports its
+// status on results. Every method takes the time it acts at, so the rules can be
 // driven step by step.
 type engine struct {
 	cfg     *Config
@@ -26,6 +26,8 @@ type engine struct {
 	// results carries the status of the script that ran, once it exited
 	// and its output was drained.
 	results chan scriptResult
+	// waits hands each started script to waitScripts.
+	waits chan *running
 
 	queue []*item
 	cur   *item    // the item whose scripts run now
@@ -79,9 +81,23 @@ type scriptResult struct {
 
 func newEngine(cfg *Config, log *slog.Logger, em *emitter, st starter, files fileSink, m *masks, now time.Time) *engine {
 	e := &engine{cfg: cfg, log: log, em: em, starter: st, files: files, masks: m,
-		results: make(chan scriptResult, 1), seenJobs: map[string]bool{}, seenCancels: map[string]bool{}, lastActive: now}
+		results: make(chan scriptResult, 1), waits: make(chan *running, 1),
+		seenJobs: map[string]bool{}, seenCancels: map[string]bool{}, lastActive: now}
 	e.refreshTTL(now, true)
+	go e.waitScripts()
 	return e
+}
+
+// waitScripts waits for each started script in turn and reports its status
+// on results. One goroutine for the engine's life does for every script:
+// the engine starts a script only once the one before reported (or, giving
+// up on it, ends), so there is never a second to wait for. A goroutine per
+// script cost its creation and, starting on a small stack, a stack copy on
+// the way to closing the script's output.
+func (e *engine) waitScripts() {
+	for r := range e.waits {
+		e.results <- scriptResult{run: r, st: r.p.wait()}
+	}
 }
 
 // step does what is due at now and starts the next script when none runs.
@@ -182,7 +198,7 @@ func (e *engine) startScript(it *item, script string, ph phase) {
 	}
 	r := &running{p: p, script: script, phase: ph}
 	e.run = r
-	go func() { e.results <- scriptResult{run: r, st: p.wait()} }()
+	e.waits <- r
 }
 
 // onResult takes the status of the script that ran.
