@@ -162,6 +162,7 @@ func (e *emitter) blocks(src rawPipe, n int) error {
 		cut := 0
 		for rest := k; rest > 0; {
 			size := min(rest, e.enc.MaxBlock())
+			e.mark(e.enc.Offset())
 			hdrs = e.enc.AppendBlockHeader(hdrs, size)
 			st.cuts = append(st.cuts, blockCut{header: len(hdrs) - cut, payload: size})
 			cut = len(hdrs)

@@ -40,6 +40,10 @@ type emitter struct {
 	outPipe rawPipe
 	pipeOut bool
 	stage   *stage // created by the first Blocks
+	// marks are offsets where records start, for replays in pieces (see
+	// mark); markGap is their least distance.
+	marks   []int64
+	markGap int64
 	log     *slog.Logger
 	// failed is closed on the first write error so the shim can stop.
 	failed chan struct{}
@@ -65,6 +69,7 @@ func (e *emitter) write(b []byte, sequenced bool) {
 		return
 	}
 	if sequenced {
+		e.mark(e.enc.Offset() - int64(len(b))) // b holds every record encoded and not stored yet
 		if err := e.store.Append(b); err != nil {
 			e.fail(err)
 			return
@@ -164,30 +169,9 @@ func (e *emitter) Offset() int64 {
 	return e.enc.Offset()
 }
 
-// Resume answers a resume command: a resumed record with the nonce, then the
-// stored records from `from` to the current end, all while holding the lock
-// so no live record can slip in between.
+// Resume answers one resume command (see ResumeAll).
 func (e *emitter) Resume(nonce string, from int64) {
-	e.gate.Lock()
-	defer e.gate.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.writeHeld() // the replay comes from the store
-	end := e.enc.Offset()
-	ans := protocol.Resumed{Nonce: nonce, From: from, End: end, Oldest: e.store.Oldest()}
-	switch {
-	case from > end:
-		ans.Error = fmt.Sprintf("offset %d is past the end of the stream (%d)", from, end)
-	case from < ans.Oldest:
-		ans.Error = fmt.Sprintf("output before offset %d is no longer retained (replay window exceeded; run the shim with --spool-dir to keep everything)", ans.Oldest)
-	}
-	e.unsequenced(protocol.TypeResumed, ans)
-	if ans.Error != "" || e.err != nil {
-		return
-	}
-	if err := e.store.CopyRange(e.out, from, end); err != nil {
-		e.fail(fmt.Errorf("replay records: %w", err))
-	}
+	e.ResumeAll([]protocol.Command{{Cmd: protocol.CmdResume, Nonce: nonce, From: from}}, nil)
 }
 
 // Close writes the final record and refuses every record after it (output

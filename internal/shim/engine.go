@@ -23,6 +23,10 @@ type engine struct {
 	files   fileSink
 	masks   *masks
 
+	// resumes holds the resume commands read and not answered yet; nil
+	// when commands come only through onCommand.
+	resumes *resumeBox
+
 	// results carries the status of the script that ran, once it exited
 	// and its output was drained.
 	results chan scriptResult

@@ -73,10 +73,29 @@ func (e *engine) onCommand(ev commandEvent, now time.Time) {
 	case protocol.CmdPing:
 		e.ping(c.Nonce)
 	case protocol.CmdResume:
-		e.em.Resume(c.Nonce, c.From)
+		e.em.ResumeAll([]protocol.Command{c}, e.moreResumes())
 	case protocol.CmdExit:
 		e.exitAsked = true
 	}
+}
+
+// onResumes answers resume commands (none: nothing to do). Once the shim
+// is ending, they are ignored like every command.
+func (e *engine) onResumes(rs []protocol.Command, now time.Time) {
+	if len(rs) == 0 || e.ending != nil {
+		return
+	}
+	e.lastActive = now
+	e.em.ResumeAll(rs, e.moreResumes())
+}
+
+// moreResumes returns what takes the resumes that arrive during a replay,
+// nil without a resume box.
+func (e *engine) moreResumes() func() []protocol.Command {
+	if e.resumes == nil {
+		return nil
+	}
+	return e.resumes.take
 }
 
 // cancel marks every queued item cancelled and applies the cancel to the

@@ -65,10 +65,14 @@ func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Sig
 		PID: os.Getpid(), Shell: s.runner.shell, TTY: s.cfg.TTY,
 		Replay: s.store.Kind(), ReplayBytes: replayBytes(s.store, s.cfg),
 	})
-	cmds := make(chan commandEvent)
-	go readCommands(ctx, stdin, cmds)
+	// A few commands are read ahead, so that a resume behind them reaches
+	// the resume box while a replay runs (see resumes.go).
+	cmds := make(chan commandEvent, 8)
+	resumes := newResumeBox()
+	go readCommands(ctx, stdin, cmds, resumes)
 
 	e := s.engine
+	e.resumes = resumes
 	ctxDone, failed := ctx.Done(), s.em.failed
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -81,7 +85,11 @@ func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Sig
 		case <-ctxDone:
 			ctxDone = nil
 			e.end(time.Now(), ending{reason: endSignal, message: "shim context ended"}, s.cfg.Grace)
+		case <-resumes.ready:
+			e.onResumes(resumes.take(), time.Now())
 		case ev := <-cmds:
+			// A resume read before ev is answered before it.
+			e.onResumes(resumes.take(), time.Now())
 			e.onCommand(ev, time.Now())
 		case res := <-e.results:
 			e.onResult(res, time.Now())
@@ -102,11 +110,16 @@ func replayBytes(store replayStore, cfg *Config) int64 {
 	return 0
 }
 
-// readCommands turns stdin into command events until EOF.
-func readCommands(ctx context.Context, stdin io.Reader, out chan<- commandEvent) {
+// readCommands turns stdin into command events until EOF. Resume
+// commands go to resumes instead, without waiting.
+func readCommands(ctx context.Context, stdin io.Reader, out chan<- commandEvent, resumes *resumeBox) {
 	r := protocol.NewCommandReader(stdin)
 	for {
 		c, err := r.Next()
+		if err == nil && c.Cmd == protocol.CmdResume {
+			resumes.put(c)
+			continue
+		}
 		select {
 		case out <- commandEvent{cmd: c, err: err}:
 		case <-ctx.Done():

@@ -1,0 +1,169 @@
+package shim_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// A resume that arrives while the shim replays the stream for an earlier
+// one (a client whose connection broke during the replay) is answered
+// before that replay ends, and the records after each answer still run
+// from its offset to the end without a gap, byte for byte the original
+// records. The test stops reading the shim's stdout, so the first replay
+// (8 MiB) stalls in the full pipe, and sends the second resume then.
+func TestResumeDuringAReplayIsAnsweredBeforeItEnds(t *testing.T) {
+	for _, args := range [][]string{{"--replay-bytes=33554432"}, {"--spool-dir", "SPOOL"}} {
+		t.Run(args[0], func(t *testing.T) {
+			dir := t.TempDir()
+			if args[0] == "--spool-dir" {
+				args = []string{"--spool-dir", filepath.Join(dir, "spool")}
+			}
+			cmd := exec.Command(shimBin, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				if t.Failed() {
+					t.Logf("shim stderr:\n%s", tail(stderr.Bytes(), 4000))
+				}
+			})
+			send := func(c protocol.Command) {
+				t.Helper()
+				line, err := protocol.AppendCommand(nil, c)
+				if err == nil {
+					_, err = stdin.Write(line)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			in := &countingReader{r: stdout}
+			dec := protocol.NewDecoder(in)
+			next := func() protocol.Record {
+				t.Helper()
+				r, err := dec.Next()
+				if err != nil {
+					t.Fatalf("record stream: %v", err)
+				}
+				r.Payload = bytes.Clone(r.Payload)
+				return r
+			}
+
+			// The original stream: lines and blocks, 8 MiB.
+			s := script(t, dir, "big.sh", "yes 'a line of the job output' | head -c 8388608\n")
+			send(run(s))
+			original := map[int64]protocol.Record{}
+			var end int64
+			for {
+				r := next()
+				original[r.Seq] = r
+				end = r.Next()
+				if r.Type == protocol.TypeStatus {
+					break
+				}
+			}
+
+			// Resume a: its replay fills the pipe nobody reads; then b.
+			resumed := func(r protocol.Record) string {
+				var ans protocol.Resumed
+				if r.Type != protocol.TypeResumed || json.Unmarshal(r.Payload, &ans) != nil || ans.Error != "" {
+					t.Fatalf("record %s %q, want a resumed record without error", r.Type, r.Payload)
+				}
+				return ans.Nonce
+			}
+			send(protocol.Command{Cmd: protocol.CmdResume, Nonce: "a", From: 0})
+			if n := resumed(next()); n != "a" {
+				t.Fatalf("resumed %q, want a", n)
+			}
+			atA := in.n
+			send(protocol.Command{Cmd: protocol.CmdResume, Nonce: "b", From: 0})
+
+			// Replay a: contiguous from 0, until b's answer.
+			want := int64(0)
+			for {
+				r := next()
+				if !r.Type.Sequenced() {
+					if n := resumed(r); n != "b" {
+						t.Fatalf("resumed %q, want b", n)
+					}
+					break
+				}
+				checkReplayed(t, original, r, want)
+				want = r.Next()
+			}
+			replayedA := want
+			if want >= end {
+				t.Fatalf("the answer to the second resume came after the whole first replay (%d bytes of it read after %d bytes of stdout)",
+					want, in.n-atA)
+			}
+			// After b's answer: records from b's offset (or earlier, with
+			// duplicates a client drops) to the end.
+			want = 0
+			for want < end {
+				r := next()
+				if r.Seq > want {
+					t.Fatalf("after the second answer: record at offset %d, want %d or less", r.Seq, want)
+				}
+				checkReplayed(t, original, r, r.Seq)
+				if r.Seq == want {
+					want = r.Next()
+				}
+			}
+			t.Logf("the second answer came after %d bytes of the first replay of %d", replayedA, end)
+			send(protocol.Command{Cmd: protocol.CmdExit})
+			_ = stdin.Close()
+			for {
+				if r := next(); r.Type == protocol.TypeExit {
+					break
+				}
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the shim did not exit after the exit command")
+			}
+		})
+	}
+}
+
+// checkReplayed fails unless r is the original record at offset want.
+func checkReplayed(t *testing.T, original map[int64]protocol.Record, r protocol.Record, want int64) {
+	t.Helper()
+	o, ok := original[r.Seq]
+	if r.Seq != want || !ok || o.Type != r.Type || !bytes.Equal(o.Payload, r.Payload) {
+		t.Fatalf("replayed record %s at offset %d (%d bytes), want the original record at offset %d", r.Type, r.Seq, len(r.Payload), want)
+	}
+}

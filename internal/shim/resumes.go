@@ -1,0 +1,160 @@
+package shim
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// Resume commands do not wait behind replays. A client whose connections
+// break sends a resume on each new one; every resume the shim reads while
+// it still replays the stream for an earlier one (whose connection may be
+// gone already) is answered between two records of that replay, which then
+// goes on from the smaller of its position and the new resume's offset.
+// Replaying one connection's stream to the end before reading the next
+// resume would put the whole replay (megabytes, when the client is far
+// behind) ahead of every later connection's answer: connections that break
+// faster than that would never get theirs, each adding one more replay to
+// wait for.
+
+// maxPendingResumes bounds the resume commands read and not yet answered;
+// beyond it the oldest is dropped (its connection has been replaced many
+// times over).
+const maxPendingResumes = 256
+
+// resumeBox holds the resume commands read from stdin and not answered
+// yet. The command reader puts them in without waiting for the serve loop,
+// which takes them at its next turn or, while it replays, between two
+// records of the replay.
+type resumeBox struct {
+	mu      sync.Mutex
+	pending []protocol.Command
+	ready   chan struct{} // holds a token once a resume was put in
+}
+
+func newResumeBox() *resumeBox { return &resumeBox{ready: make(chan struct{}, 1)} }
+
+// put adds a resume command.
+func (b *resumeBox) put(c protocol.Command) {
+	b.mu.Lock()
+	if len(b.pending) == maxPendingResumes {
+		b.pending = slices.Delete(b.pending, 0, 1)
+	}
+	b.pending = append(b.pending, c)
+	b.mu.Unlock()
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take removes and returns the pending resume commands, oldest first.
+func (b *resumeBox) take() []protocol.Command {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rs := b.pending
+	b.pending = nil
+	return rs
+}
+
+// Replay marks are stream offsets where a record starts, at least
+// markGap apart: a replay is written in pieces between them, and a resume
+// can only be answered at a record's start.
+const (
+	firstMarkGap = 64 << 10
+	maxMarks     = 4096
+)
+
+// mark notes that a record starts at stream offset off (offsets only
+// grow). Called with mu held.
+func (e *emitter) mark(off int64) {
+	if e.markGap == 0 {
+		e.markGap = firstMarkGap
+	}
+	if n := len(e.marks); n > 0 && off-e.marks[n-1] < e.markGap {
+		return
+	}
+	if len(e.marks) == maxMarks {
+		// Forget the marks the store no longer retains, then, if that is
+		// not enough, every other one: a long stream gets coarser pieces,
+		// not more memory.
+		i, _ := slices.BinarySearch(e.marks, e.store.Oldest())
+		e.marks = slices.Delete(e.marks, 0, i)
+		if len(e.marks) > maxMarks/2 {
+			k := 0
+			for j := 1; j < len(e.marks); j += 2 {
+				e.marks[k] = e.marks[j]
+				k++
+			}
+			e.marks = e.marks[:k]
+			e.markGap *= 2
+		}
+	}
+	e.marks = append(e.marks, off)
+}
+
+// nextMark returns the first mark after pos, or end if none comes before
+// it. Called with mu held.
+func (e *emitter) nextMark(pos, end int64) int64 {
+	i, found := slices.BinarySearch(e.marks, pos)
+	if found {
+		i++
+	}
+	if i < len(e.marks) && e.marks[i] < end {
+		return e.marks[i]
+	}
+	return end
+}
+
+// ResumeAll answers the resume commands rs: a resumed record for each,
+// then the stored records from the smallest offset asked for to the
+// current end, all while holding the lock so no live record can slip in.
+// Between two pieces of the replay it answers the resumes more returns
+// (more may be nil) and goes on from the smaller of its position and
+// theirs, so every resume is followed by the records from its offset (or
+// earlier: the client drops what it has) to the end.
+func (e *emitter) ResumeAll(rs []protocol.Command, more func() []protocol.Command) {
+	e.gate.Lock()
+	defer e.gate.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.writeHeld() // the replay comes from the store
+	end := e.enc.Offset()
+	pos := int64(-1) // nothing to replay
+	answer := func(rs []protocol.Command) {
+		for _, c := range rs {
+			if from, ok := e.answerResume(c, end); ok && (pos < 0 || from < pos) {
+				pos = from
+			}
+		}
+	}
+	answer(rs)
+	for pos >= 0 && pos < end && e.err == nil {
+		next := e.nextMark(pos, end)
+		if err := e.store.CopyRange(e.out, pos, next); err != nil {
+			e.fail(fmt.Errorf("replay records: %w", err))
+			return
+		}
+		pos = next
+		if more != nil && pos < end {
+			answer(more())
+		}
+	}
+}
+
+// answerResume writes the resumed record answering c and reports the
+// offset to replay from, ok false when there is nothing to replay for it
+// (an error answer, or a failed stream). Called with mu held.
+func (e *emitter) answerResume(c protocol.Command, end int64) (int64, bool) {
+	ans := protocol.Resumed{Nonce: c.Nonce, From: c.From, End: end, Oldest: e.store.Oldest()}
+	switch {
+	case c.From > end:
+		ans.Error = fmt.Sprintf("offset %d is past the end of the stream (%d)", c.From, end)
+	case c.From < ans.Oldest:
+		ans.Error = fmt.Sprintf("output before offset %d is no longer retained (replay window exceeded; run the shim with --spool-dir to keep everything)", ans.Oldest)
+	}
+	e.unsequenced(protocol.TypeResumed, ans)
+	return c.From, ans.Error == "" && e.err == nil
+}
