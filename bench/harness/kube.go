@@ -176,6 +176,13 @@ func kubeJobs(ctx context.Context, kubeconfig string, opts fleetOptions, n int, 
 // errors, the process's API requests and its peak memory.
 func runFleetJobs(k *kubeEnv, n int, opts fleetOptions, w io.Writer, job func(i int) error) error {
 	rep := kubeJobsReport{Jobs: n, JobMS: make([]int64, n)}
+	// A runner starts its namespace's shared watches before it creates
+	// its first pods, so their events need no list per pod.
+	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := k.watcher.Watch(wctx, k.ns); err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()

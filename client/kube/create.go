@@ -51,10 +51,20 @@ type Pod struct {
 	// replaces the pod with the Fallback when the container runtime
 	// cannot mount the volume (see shim_fallback.go).
 	imageObjs *Objects
-	// mu guards UID, which WaitRunning changes when it replaces the pod.
+	// mu guards UID and created, which WaitRunning changes when it
+	// replaces the pod.
 	mu sync.Mutex
+	// created is when the pod's create was sent (zero: not by Create).
+	created time.Time
 	// started is set when WaitRunning saw the shim's container start.
 	started atomic.Bool
+}
+
+// createdAt returns when the pod's create was sent (zero: unknown).
+func (p *Pod) createdAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.created
 }
 
 // uid returns the pod's UID.
@@ -109,12 +119,13 @@ func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *sl
 // which the garbage collector is removing: its create is tried again until
 // it is gone (up to cleanupTimeout).
 func createOwned(ctx context.Context, cs kubernetes.Interface, want *corev1.Pod, objs *Objects, log *slog.Logger, replacing bool) (*Pod, error) {
+	sent := time.Now()
 	pod, err := cs.CoreV1().Pods(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("create pod %s/%s: %w%s", want.Namespace, want.Name, err, hint(err))
 	}
 	p := &Pod{Client: cs, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-		Container: BuildContainer, Job: objs.Job, Logger: log}
+		Container: BuildContainer, Job: objs.Job, Logger: log, created: sent}
 	log.Info("pod created", "pod", pod.Namespace+"/"+pod.Name)
 
 	fail := func(what string, err error) (*Pod, error) {

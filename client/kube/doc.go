@@ -29,7 +29,9 @@
 // outcome.
 //
 // Watcher shares one pod informer and one event watch per namespace among
-// all the jobs of a process (set it as Pod.Watcher); WaitRunning without
-// one uses a Watcher of its own. Its memory is bounded: slim pods, and
+// all the jobs of a process (set it as Pod.Watcher; a runner calls
+// Watcher.Watch before it creates a namespace's first pods, so their
+// events need no list each); WaitRunning without one uses a Watcher of its
+// own. Its memory is bounded: slim pods, and
 // only the last minutes' events.
 package kube

@@ -33,10 +33,9 @@ const (
 // server keeps for an hour and a busy namespace fills with thousands. Its
 // list (at the start, and again when a watch cannot resume) reads none of
 // that history either: one event, for the resource version to watch from.
-// The events before it are fetched for one pod only, the one whose job
-// started the feed (pastEvents): a `tether run` sees all of its pod's
-// events, a runner's other jobs at its start only those from then on (the
-// pod's status, which decides the wait, is not an event).
+// The events before it are fetched per pod (pastEvents), only for the pods
+// created before that list: the pod of a `tether run`, and those of a
+// runner's first jobs unless it called Watcher.Watch before creating them.
 //
 // It is the store of a client-go Reflector (cache.ReflectorStore), which
 // lists, watches, and retries with backoff.
@@ -48,6 +47,7 @@ type eventFeed struct {
 
 	synced   chan struct{} // closed at the first list
 	syncOnce sync.Once
+	listed   time.Time // when the first list's answer came; set before synced is closed
 
 	mu    sync.Mutex
 	byPod map[string][]*corev1.Event // recent events by pod name, oldest first
@@ -92,6 +92,11 @@ func (f *eventFeed) list(ctx context.Context, o metav1.ListOptions) (runtime.Obj
 	if err != nil {
 		return nil, fmt.Errorf("list the events of namespace %s: %w", f.ns, err)
 	}
+	f.mu.Lock()
+	if f.listed.IsZero() {
+		f.listed = time.Now() // the clock Pod.created reads
+	}
+	f.mu.Unlock()
 	return &corev1.EventList{ListMeta: metav1.ListMeta{ResourceVersion: page.ResourceVersion}}, nil
 }
 
@@ -119,6 +124,14 @@ func (f *eventFeed) pastEvents(ctx context.Context, name string) ([]*corev1.Even
 func isRecent(e *corev1.Event, now time.Time) bool {
 	t := eventTime(e)
 	return t.IsZero() || now.Sub(t.Time) <= recentEvents
+}
+
+// listedAt returns when the first list's answer came (zero before it): the
+// watch delivers every event from about then on.
+func (f *eventFeed) listedAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listed
 }
 
 // recent returns the kept events about pod name, oldest first.

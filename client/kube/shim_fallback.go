@@ -108,7 +108,7 @@ func (p *Pod) replaceWithFallback(ctx context.Context, why *imageVolumeError) er
 		return fmt.Errorf("%w; creating the pod with an init container failed: %w", why, err)
 	}
 	p.mu.Lock()
-	p.UID = np.UID
+	p.UID, p.created = np.UID, np.created
 	p.mu.Unlock()
 	return nil
 }

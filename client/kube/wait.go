@@ -111,7 +111,7 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 
 // waitRunning is WaitRunning for the pod p is now.
 func (p *Pod) waitRunning(ctx context.Context, wt *Watcher, opts WaitOptions) error {
-	sub, release := wt.subscribe(p.Namespace, p.Name, p.uid())
+	sub, release := wt.subscribe(p.Namespace, p.Name, p.uid(), p.createdAt())
 	defer release()
 
 	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}}

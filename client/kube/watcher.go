@@ -2,7 +2,9 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,17 +133,38 @@ func (s *podSub) take() (*corev1.Pod, bool, []*corev1.Event) {
 	return s.pod, s.gone, evs
 }
 
-// subscribe follows the pod ns/name (uid, if not empty) until release is
-// called.
-func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, release func()) {
+// Watch starts following namespace ns, unless it is followed already, and
+// returns once its caches have synced (or ctx ended). Every event of a pod
+// created afterwards reaches WaitRunning through the shared event watch, so
+// a runner calls it before it creates its first pods in a namespace: a
+// pod created before the watch started costs its wait one list of the
+// pod's earlier events.
+func (w *Watcher) Watch(ctx context.Context, ns string) error {
+	nw := w.namespace(ns)
+	if !cache.WaitForCacheSync(ctx.Done(), nw.pods.HasSynced, nw.events.hasSynced) {
+		return fmt.Errorf("watch the pods and events of namespace %s: %w", ns, context.Cause(ctx))
+	}
+	return nil
+}
+
+// namespace returns namespace ns's informers, started if they were not.
+func (w *Watcher) namespace(ns string) *nsWatch {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	nw := w.ns[ns]
-	started := nw == nil
-	if started {
+	if nw == nil {
 		nw = w.start(ns)
 		w.ns[ns] = nw
 	}
-	w.mu.Unlock()
+	return nw
+}
+
+// subscribe follows the pod ns/name (uid, if not empty) until release is
+// called. created is when the pod's create was sent (zero: unknown): a
+// pod created before the event feed's first list may have events the
+// feed's watch never sees, which are then listed once for it.
+func (w *Watcher) subscribe(ns, name string, uid types.UID, created time.Time) (sub *podSub, release func()) {
+	nw := w.namespace(ns)
 	sub = &podSub{nw: nw, name: name, uid: uid, notify: make(chan struct{}, 1), synced: make(chan struct{})}
 
 	nw.mu.Lock()
@@ -166,10 +189,10 @@ func (w *Watcher) subscribe(ns, name string, uid types.UID) (sub *podSub, releas
 		if !cache.WaitForCacheSync(ctx.Done(), nw.pods.HasSynced, nw.events.hasSynced) {
 			return
 		}
-		if started {
-			// The feed watches from its start: the events of the pod
-			// whose job started it may be older (they repeat nothing
-			// for the subscriber, which ignores repeats).
+		if created.IsZero() || created.Before(nw.events.listedAt()) {
+			// The feed watches from its first list: the pod's events
+			// from before it are listed (they repeat nothing for the
+			// subscriber, which ignores repeats).
 			if evs, err := nw.events.pastEvents(ctx, name); err == nil {
 				for _, e := range evs {
 					sub.addEvent(e)

@@ -159,3 +159,89 @@ func TestWaitRunningSharesWatches(t *testing.T) {
 		t.Errorf("%d namespaces watched after the jobs, %d after Close; want 2, then 0", kept, left)
 	}
 }
+
+// buildStarted creates the kubelet's Started event of p's build container.
+func buildStarted(ctx context.Context, t *testing.T, cs *fake.Clientset, p *Pod) {
+	t.Helper()
+	ev := startedEvent(p, p.Name+".started", "spec.containers{"+BuildContainer+"}")
+	ev.CreationTimestamp = metav1.Now()
+	if _, err := cs.CoreV1().Events("ci").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A runner's first jobs create their pods before the shared event watch
+// starts: each wait still sees its pod's earlier events, not only the job
+// whose wait started the watch. Here the second pod's build container has
+// started (its Started event) before the watch began, and its status never
+// says Running: only that event ends its wait.
+func TestWaitRunningSeesEarlierEventsOfEveryFirstJob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := fakeCluster()
+	calls := countCalls(cs)
+	wt := NewWatcher(cs)
+	defer wt.Close()
+	var pods []*Pod
+	for range 2 {
+		objs, err := Build(testSpec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Create(ctx, cs, objs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Watcher = wt
+		pods = append(pods, p)
+	}
+	buildStarted(ctx, t, cs, pods[1])
+	first := make(chan error, 1)
+	go func() { first <- pods[0].WaitRunning(ctx, WaitOptions{Timeout: 20 * time.Second}) }()
+	waitFor(t, "the event watch", func() bool { return calls.get("watch events") > 0 })
+	if err := pods[1].WaitRunning(ctx, WaitOptions{Timeout: 5 * time.Second}); err != nil {
+		t.Fatalf("the second job's wait: %v; want it ended by its pod's Started event from before the watch", err)
+	}
+	buildStarted(ctx, t, cs, pods[0])
+	if err := <-first; err != nil {
+		t.Fatalf("the first job's wait: %v", err)
+	}
+}
+
+// A runner that starts the namespace's watch before it creates its pods
+// (Watcher.Watch) gets every event of theirs from the watch: no list of a
+// pod's earlier events.
+func TestWatcherWatchBeforeTheFirstPod(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := fakeCluster()
+	calls := countCalls(cs)
+	wt := NewWatcher(cs)
+	defer wt.Close()
+	if err := wt.Watch(ctx, "ci"); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Build(testSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Create(ctx, cs, objs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Watcher = wt
+	buildStarted(ctx, t, cs, p)
+	if err := p.WaitRunning(ctx, WaitOptions{Timeout: 10 * time.Second}); err != nil {
+		t.Fatalf("WaitRunning: %v", err)
+	}
+	if n := calls.get("list events"); n != 1 {
+		t.Fatalf("%d event lists; want only the feed's own (%s)", n, calls)
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	ccancel()
+	other := NewWatcher(cs)
+	defer other.Close()
+	if err := other.Watch(cctx, "other"); err == nil || !strings.Contains(err.Error(), "namespace other") {
+		t.Fatalf("Watch with a cancelled context: %v; want an error naming the namespace", err)
+	}
+}

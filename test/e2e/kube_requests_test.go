@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strconv"
@@ -94,7 +95,9 @@ func apiserverRequests(ctx context.Context, t testing.TB, cs kubernetes.Interfac
 // TestKubeManyJobsShareWatches runs a batch of jobs from one process the
 // way a runner does (one shared kube.Watcher) and counts the API requests
 // per job: the jobs share one pod watch and one event watch, and each job
-// costs its own creates, attach and delete only (no pod GET). The numbers are logged
+// costs its own creates, attach and delete only (no pod GET). Every job's
+// wait sees its pod's events, those from before the shared watch started
+// included. The numbers are logged
 // (this process's requests by kind, and the API server's
 // apiserver_request_total before and after, which also counts whatever
 // else runs on the node meanwhile).
@@ -124,7 +127,8 @@ func TestKubeManyJobsShareWatches(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				pod, err := kube.Create(ctx, cs, objs, kubeLogger(t))
+				progress := &safeBuffer{}
+				pod, err := kube.Create(ctx, cs, objs, slog.New(slog.NewTextHandler(progress, nil)))
 				if err != nil {
 					return err
 				}
@@ -136,6 +140,12 @@ func TestKubeManyJobsShareWatches(t *testing.T) {
 				pod.Watcher = wt
 				if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: 3 * time.Minute}); err != nil {
 					return err
+				}
+				// The scheduler's event comes first, before the shared
+				// event watch has started for the first jobs: each job
+				// still sees it.
+				if !strings.Contains(string(progress.Bytes()), "reason=Scheduled") {
+					return fmt.Errorf("job %d: its wait saw no Scheduled event of its pod:\n%s", i, progress.Bytes())
 				}
 				out := &safeBuffer{}
 				res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: kubeLogger(t)}), objs.Job,
