@@ -97,6 +97,9 @@ func (p *Pod) replaceWithFallback(ctx context.Context, why *imageVolumeError) er
 		if apierrors.IsNotFound(err) || (err == nil && got.UID != old) {
 			break
 		}
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("%w; reading the pod deleted to be created with an init container failed: %w", why, err)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w; the pod, deleted to be created with an init container, is still there: %w", why, context.Cause(ctx))

@@ -75,8 +75,9 @@ func blockBroken(log []byte) bool {
 // the API server returns the log's stdout alone (PodLogsQuerySplitStreams).
 // Where it refuses the stream field (this node: Kubernetes 1.34, the gate
 // off), the transport reads the whole log instead, and a diagnostic the
-// runtime logged inside a block gives an error saying so, never shifted
-// bytes.
+// runtime logged inside a block gives an error saying so instead of
+// shifted bytes (a merged log cannot be read exactly: only a block whose
+// shifted last byte happens to be a newline would go unnoticed).
 func TestKubeLogReplayWithDiagnosticsInBlocks(t *testing.T) {
 	c := NewCluster(t)
 	ctx := t.Context()
