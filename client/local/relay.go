@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 // discarding reader may hold the turn for as long as the shim is silent.
 type relay struct {
 	out  *os.File      // the shim's stdout, read end (pollable)
+	in   io.Reader     // reads out (newNonblockingReader)
 	done chan struct{} // closed once out reached its end
 
 	readTurn chan struct{} // holds a token while someone reads out
@@ -35,6 +37,7 @@ type relay struct {
 
 func (r *relay) init(out *os.File, done chan struct{}, keep bool) {
 	r.out, r.done, r.keep = out, done, keep
+	r.in = newNonblockingReader(out)
 	r.changed = sync.NewCond(&r.mu)
 	r.readTurn = make(chan struct{}, 1)
 }
@@ -202,7 +205,7 @@ func (c *conn) Read(p []byte) (int, error) {
 			<-r.readTurn
 			return 0, err
 		}
-		n, err := r.out.Read(p)
+		n, err := r.in.Read(p)
 		<-r.readTurn
 		switch {
 		case n > 0:
