@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -111,7 +112,7 @@ func (e *emitter) nextMark(pos, end int64) int64 {
 // ResumeAll answers the resume commands rs: a resumed record for each,
 // then the stored records from the smallest offset asked for to the
 // current end, all while holding the lock so no live record can slip in.
-// Between two pieces of the replay it answers the resumes more returns
+// At every mark the replay passes it answers the resumes more returns
 // (more may be nil) and goes on from the smaller of its position and
 // theirs, so every resume is followed by the records from its offset (or
 // earlier: the client drops what it has) to the end.
@@ -122,26 +123,72 @@ func (e *emitter) ResumeAll(rs []protocol.Command, more func() []protocol.Comman
 	defer e.mu.Unlock()
 	e.writeHeld() // the replay comes from the store
 	end := e.enc.Offset()
-	pos := int64(-1) // nothing to replay
-	answer := func(rs []protocol.Command) {
-		for _, c := range rs {
-			if from, ok := e.answerResume(c, end); ok && (pos < 0 || from < pos) {
-				pos = from
-			}
+	pos, ok := e.answerResumes(rs, end)
+	w := &replayWriter{e: e, end: end, more: more}
+	for ok && pos < end && e.err == nil {
+		w.pos = pos
+		err := e.store.CopyRange(w, pos, end)
+		if errors.Is(err, errRestart) {
+			pos = w.restart
+			continue
 		}
-	}
-	answer(rs)
-	for pos >= 0 && pos < end && e.err == nil {
-		next := e.nextMark(pos, end)
-		if err := e.store.CopyRange(e.out, pos, next); err != nil {
+		if err != nil && e.err == nil {
 			e.fail(fmt.Errorf("replay records: %w", err))
-			return
 		}
-		pos = next
-		if more != nil && pos < end {
-			answer(more())
+		return
+	}
+}
+
+// errRestart stops a replay that must go on from an earlier offset.
+var errRestart = errors.New("the replay restarts from an earlier offset")
+
+// replayWriter writes a replay to stdout and, at every mark it passes,
+// answers the resumes that arrived meanwhile; when one of them asks for
+// earlier records it stops the replay with errRestart (restart says from
+// where). The store is read in one piece otherwise: a replay costs what
+// it did before it could be interrupted.
+type replayWriter struct {
+	e       *emitter
+	pos     int64 // stream offset of the next byte written
+	end     int64
+	more    func() []protocol.Command
+	restart int64
+}
+
+func (w *replayWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		next := w.e.nextMark(w.pos, w.end)
+		k := int(min(int64(len(p)), next-w.pos))
+		if _, err := w.e.out.Write(p[:k]); err != nil {
+			return n, fmt.Errorf("write records to stdout: %w", err)
+		}
+		n, p, w.pos = n+k, p[k:], w.pos+int64(k)
+		if w.pos != next || next >= w.end || w.more == nil {
+			continue
+		}
+		from, ok := w.e.answerResumes(w.more(), w.end)
+		if w.e.err != nil {
+			return n, w.e.err
+		}
+		if ok && from < w.pos {
+			w.restart = from
+			return n, errRestart
 		}
 	}
+	return n, nil
+}
+
+// answerResumes writes the resumed records answering rs and returns the
+// smallest offset to replay from, ok false when there is nothing to
+// replay for them. Called with mu held.
+func (e *emitter) answerResumes(rs []protocol.Command, end int64) (from int64, ok bool) {
+	for _, c := range rs {
+		if f, replay := e.answerResume(c, end); replay && (!ok || f < from) {
+			from, ok = f, true
+		}
+	}
+	return from, ok
 }
 
 // answerResume writes the resumed record answering c and reports the
