@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,7 +120,7 @@ func tetherJob(ctx context.Context, cfg *config, script string, n int) (outcome,
 		return outcome{}, err
 	}
 	selfWarm := selfCPU()
-	own0, _, err := pidCPUs(shim.Pid())
+	own0, err := threadsCPU(shim.Pid())
 	if err != nil {
 		return outcome{}, err
 	}
@@ -133,7 +135,7 @@ func tetherJob(ctx context.Context, cfg *config, script string, n int) (outcome,
 		d += dj
 	}
 	clientCPU := selfCPU() - selfWarm
-	own, _, err := pidCPUs(shim.Pid())
+	own, err := threadsCPU(shim.Pid())
 	if err != nil {
 		return outcome{}, err
 	}
@@ -142,6 +144,30 @@ func tetherJob(ctx context.Context, cfg *config, script string, n int) (outcome,
 	}
 	total := selfCPU() - self0 + childrenCPU() - tree0
 	return outcome{wall: d, relayCPU: total * time.Duration(n) / time.Duration(n+warmScripts), shimCPU: own - own0, clientCPU: clientCPU}, nil
+}
+
+// threadsCPU returns a running process's own CPU time to the nanosecond:
+// the sum over its threads of their time on a CPU (/proc/PID/task/*/schedstat;
+// the shim's threads never exit, so none is missed).
+func threadsCPU(pid int) (time.Duration, error) {
+	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(files) == 0 {
+		return 0, fmt.Errorf("list the threads of pid %d: %v", pid, err)
+	}
+	var sum time.Duration
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return 0, fmt.Errorf("read the CPU time of a thread of pid %d: %w", pid, err)
+		}
+		field, _, _ := strings.Cut(string(b), " ")
+		ns, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse %s: %w", f, err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
 }
 
 // pairedCPU returns the median over rounds of v's CPU per script minus
@@ -238,7 +264,7 @@ func overheadSection(ctx context.Context, cfg *config, ws *workspace, log *slog.
 	for _, o := range tether.runs {
 		shimCPU, clientCPU = append(shimCPU, o.shimCPU), append(clientCPU, o.clientCPU)
 	}
-	sec.notes = append(sec.notes, fmt.Sprintf("Of tether's CPU per script in the timed jobs, tether-shim itself (forking and reaping the shell, the output pipe, the begin and status records; from /proc, in 10 ms ticks) used %s and the client session (this process) %s (medians of rounds); "+
+	sec.notes = append(sec.notes, fmt.Sprintf("Of tether's CPU per script in the timed jobs, tether-shim itself (forking and reaping the shell, the output pipe, the begin and status records) used %s and the client session (this process) %s (medians of rounds); "+
 		"the rest is the shell running the script. In the baseline the forking is this process's.",
 		ms(shimCPU.median()/time.Duration(n)), ms(clientCPU.median()/time.Duration(n))))
 	sec.goals = append(sec.goals, goal{
