@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -108,13 +109,25 @@ func TestCloseStopsARunningJobAndRemovesTheSpool(t *testing.T) {
 	if _, err := c.Write(line); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
-	start := time.Now()
+	// Close once the script runs (its begin record arrived).
+	stop := time.AfterFunc(30*time.Second, func() { c.Close() })
+	var seen []byte
+	buf := make([]byte, 4096)
+	for !bytes.HasPrefix(seen, []byte("b ")) && !bytes.Contains(seen, []byte("\nb ")) {
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("waiting for the script's begin record: %v (read %q)", err, seen)
+		}
+		seen = append(seen, buf[:n]...)
+	}
+	stop.Stop()
+	// Close returns an error if it had to kill the shim; 143 is the shim's
+	// own exit on SIGTERM, once it stopped the script.
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Close took %s", d)
+	if code := s.ExitCode(); code != 143 {
+		t.Fatalf("shim exit code %d, want 143 (SIGTERM handled)", code)
 	}
 	if _, err := os.Stat(spool); !os.IsNotExist(err) {
 		t.Fatalf("spool dir %s still exists (%v)", spool, err)
