@@ -523,6 +523,33 @@ func (c *Cluster) Attach(ctx context.Context, mode AttachMode, ns, name, contain
 	return nil
 }
 
+// Exec runs command in container of pod ns/name (pods/exec, WebSocket with
+// a fallback to SPDY) and returns its error, with its output in it.
+func (c *Cluster) Exec(ctx context.Context, ns, name, container string, command ...string) error {
+	req := c.Client.CoreV1().RESTClient().Post().
+		Resource("pods").Namespace(ns).Name(name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(c.Config, "GET", req.URL().String())
+	if err != nil {
+		return fmt.Errorf("websocket exec executor: %w", err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(c.Config, "POST", req.URL())
+	if err != nil {
+		return fmt.Errorf("spdy exec executor: %w", err)
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return fmt.Errorf("fallback exec executor: %w", err)
+	}
+	var out bytes.Buffer
+	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out}); err != nil {
+		return fmt.Errorf("exec %q in %s/%s container %s: %w (output %q)", command, ns, name, container, err, out.String())
+	}
+	return nil
+}
+
 // ShimStream is a live attach to a tether-shim: commands go to its stdin,
 // records come back decoded. Close it to end the attach (the shim keeps
 // running: stdinOnce is false).

@@ -268,85 +268,91 @@ func TestKubeRunMultiScriptJob(t *testing.T) {
 	}
 }
 
-// TestKubePartialLineLatency checks that output without a newline crosses
-// the real attach path within 100 ms, with both protocols. The script
-// prints the time it writes each piece, so the client can measure.
-func TestKubePartialLineLatency(t *testing.T) {
+// TestKubePartialLineArrivesWhileTheScriptWaits proves, without a clock,
+// that a partial line goes through the real attach path at once: the
+// script prints a piece without a newline, then waits until the test,
+// having received that piece, creates a file in the container. A shim or
+// client that held partial output until more output or the script's end
+// would leave the script waiting for ever.
+func TestKubePartialLineArrivesWhileTheScriptWaits(t *testing.T) {
 	c := NewCluster(t)
 	for _, proto := range []kube.Protocol{kube.ProtocolWebSocket, kube.ProtocolSPDY} {
 		t.Run(string(proto), func(t *testing.T) {
-			ctx := t.Context()
-			ns := c.NewNamespace(t, "latency")
-			// bash's $EPOCHREALTIME: microseconds, the node's clock (this machine's).
-			script := "for i in 0 1 2 3 4 5 6 7 8 9; do printf '%s ' \"$EPOCHREALTIME\"; sleep 0.2; done\n"
-			pod, objs := startPod(ctx, t, c, kubeSpec(ns, BashImage, script))
-			w := &arrivalWriter{}
-			res, err := client.Run(ctx, pod.Transport(c.Config, kube.TransportOptions{Protocol: proto, Logger: kubeLogger(t)}),
-				objs.Job, client.Options{Output: w, ExitShim: true})
-			if err != nil || res.ExitCode != 0 {
-				t.Fatalf("Run: %v (exit %d)", err, res.ExitCode)
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+			defer cancel()
+			ns := c.NewNamespace(t, "partial")
+			const pieces = 5
+			script := fmt.Sprintf("i=1; while [ $i -le %d ]; do printf 'piece-%%d ' $i; "+
+				"while [ ! -e /tmp/go-$i ]; do sleep 0.05; done; i=$((i+1)); done\n", pieces)
+			pod, objs := startPod(ctx, t, c, kubeSpec(ns, BusyboxImage, script))
+			w := &pieceWriter{seen: make(chan int, pieces)}
+			type outcome struct {
+				res client.Result
+				err error
 			}
-			lat := w.latencies()
-			if len(lat) != 10 {
-				t.Fatalf("%d stamps, want 10", len(lat))
-			}
-			slow := 0
-			for _, l := range lat {
-				if l > 100*time.Millisecond {
-					slow++
+			done := make(chan outcome, 1)
+			go func() {
+				res, err := client.Run(ctx, pod.Transport(c.Config, kube.TransportOptions{Protocol: proto, Logger: kubeLogger(t)}),
+					objs.Job, client.Options{Output: w, ExitShim: true})
+				done <- outcome{res, err}
+			}()
+			for want := 1; want <= pieces; want++ {
+				select {
+				case got := <-w.seen:
+					if got != want {
+						t.Fatalf("piece %d arrived, want piece %d", got, want)
+					}
+				case o := <-done:
+					t.Fatalf("the job ended before piece %d arrived: %v (exit %d)", want, o.err, o.res.ExitCode)
+				case <-ctx.Done():
+					t.Fatalf("piece %d never arrived while the script waited for it to be seen (output so far %q)", want, w.output())
 				}
-				if l > time.Second {
-					t.Errorf("a partial line took %v to arrive", l)
+				if err := c.Exec(ctx, ns, pod.Name, kube.BuildContainer, "touch", fmt.Sprintf("/tmp/go-%d", want)); err != nil {
+					t.Fatalf("release the script after piece %d: %v", want, err)
 				}
 			}
-			t.Logf("%s latencies: %v", proto, lat)
-			// Allow one straggler on a loaded machine; the rest must make it.
-			if slow > 1 {
-				t.Fatalf("%d of 10 partial lines took longer than 100ms: %v", slow, lat)
+			o := <-done
+			if o.err != nil || o.res.ExitCode != 0 {
+				t.Fatalf("Run: %v (exit %d)", o.err, o.res.ExitCode)
+			}
+			if got, want := w.output(), "piece-1 piece-2 piece-3 piece-4 piece-5 "; got != want {
+				t.Fatalf("output %q, want %q", got, want)
 			}
 		})
 	}
 }
 
-// arrivalWriter records when each "SECONDS.MICROS " piece arrived.
-type arrivalWriter struct {
-	mu      sync.Mutex
-	buf     []byte
-	arrived []time.Time
-	stamps  []time.Time
+// pieceWriter reports each "piece-N " as soon as it has arrived whole.
+type pieceWriter struct {
+	mu   sync.Mutex
+	buf  []byte
+	used int // buf[:used] has been reported
+	seen chan int
 }
 
-func (w *arrivalWriter) Write(p []byte) (int, error) {
-	now := time.Now()
+func (w *pieceWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, p...)
 	for {
-		i := bytes.IndexByte(w.buf, ' ')
+		i := bytes.IndexByte(w.buf[w.used:], ' ')
 		if i < 0 {
 			break
 		}
-		if sec, usec, ok := strings.Cut(string(w.buf[:i]), "."); ok {
-			s, err1 := strconv.ParseInt(sec, 10, 64)
-			u, err2 := strconv.ParseInt(usec, 10, 64)
-			if err1 == nil && err2 == nil {
-				w.stamps = append(w.stamps, time.Unix(s, u*1000))
-				w.arrived = append(w.arrived, now)
-			}
+		piece := string(w.buf[w.used : w.used+i])
+		w.used += i + 1
+		var n int
+		if _, err := fmt.Sscanf(piece, "piece-%d", &n); err == nil {
+			w.seen <- n
 		}
-		w.buf = w.buf[i+1:]
 	}
 	return len(p), nil
 }
 
-func (w *arrivalWriter) latencies() []time.Duration {
+func (w *pieceWriter) output() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []time.Duration
-	for i, s := range w.stamps {
-		out = append(out, w.arrived[i].Sub(s).Round(100*time.Microsecond))
-	}
-	return out
+	return string(w.buf)
 }
 
 // TestKubeBigOutputExact moves 50 MB of random bytes through the real
