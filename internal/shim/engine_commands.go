@@ -95,7 +95,7 @@ func (e *engine) moreResumes() func() []protocol.Command {
 	if e.resumes == nil {
 		return nil
 	}
-	return e.resumes.take
+	return e.resumes.takeSettled
 }
 
 // cancel marks every queued item cancelled and applies the cancel to the

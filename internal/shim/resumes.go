@@ -3,8 +3,10 @@ package shim
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/tether-ci/tether/protocol"
 )
@@ -33,6 +35,13 @@ type resumeBox struct {
 	mu      sync.Mutex
 	pending []protocol.Command
 	ready   chan struct{} // holds a token once a resume was put in
+	// unread reports the bytes waiting unread on stdin, or is nil when
+	// that cannot be asked (see takeSettled).
+	unread func() int
+	// stuckAt is the unread count at which takeSettled last stopped
+	// waiting for a reader that made no progress (0: none). Only the
+	// serve loop, which replays, touches it.
+	stuckAt int
 }
 
 func newResumeBox() *resumeBox { return &resumeBox{ready: make(chan struct{}, 1)} }
@@ -58,6 +67,49 @@ func (b *resumeBox) take() []protocol.Command {
 	rs := b.pending
 	b.pending = nil
 	return rs
+}
+
+// settleWait and settleTries bound how long takeSettled lets the command
+// reader catch up: a few milliseconds at a mark, and only while it makes
+// progress.
+const (
+	settleWait  = 200 * time.Microsecond
+	settleTries = 25
+)
+
+// takeSettled is take for a replay's marks: it first lets the command
+// reader run. A replay keeps the shim's only P busy; the reader, back from
+// a read of stdin, waits for the P in the run queue, and would wait until
+// the replay ends: a resume sent during a replay that flows freely would
+// be answered only after all of it. Yielding lets it run; and while bytes
+// still wait unread on stdin (a reader that waits in the network poller
+// runs only once this goroutine parks), this goroutine sleeps a little.
+func (b *resumeBox) takeSettled() []protocol.Command {
+	runtime.Gosched()
+	if b.unread == nil {
+		return b.take()
+	}
+	last := b.unread()
+	if last == b.stuckAt {
+		return b.take() // nothing new since the reader last stopped reading
+	}
+	b.stuckAt = 0
+	for i, stuck := 0, 0; last > 0 && i < settleTries; i++ {
+		time.Sleep(settleWait) // parks this goroutine: the reader gets the P
+		n := b.unread()
+		if n == 0 {
+			time.Sleep(settleWait) // and finishes the command it read
+			break
+		}
+		if n >= last {
+			if stuck++; stuck == 3 {
+				b.stuckAt = n // the reader waits for the serve loop (its queue is full)
+				break
+			}
+		}
+		last = n
+	}
+	return b.take()
 }
 
 // Replay marks are stream offsets where a record starts, at least

@@ -69,6 +69,9 @@ func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Sig
 	// the resume box while a replay runs (see resumes.go).
 	cmds := make(chan commandEvent, 8)
 	resumes := newResumeBox()
+	if f, ok := stdin.(*os.File); ok {
+		resumes.unread = pendingBytes(f)
+	}
 	go readCommands(ctx, stdin, cmds, resumes)
 
 	e := s.engine
