@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,5 +96,38 @@ func TestBlocksOnlyForPlainPipes(t *testing.T) {
 				t.Fatal("the masked value reached stdout")
 			}
 		})
+	}
+}
+
+// Output read after bulk output stops being bulk once the shim finds the
+// script's pipe empty: a burst's end goes out as block records (see pump),
+// but the next line, printed after a pause, is a line record again, the
+// readable kind.
+func TestLinesAfterABurstAreLineRecords(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := script(t, dir, "relay.sh", "cat "+fifo+"\n")
+	p := startShim(t, nil)
+	p.send(run(s))
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	bulk := bytes.Repeat([]byte("a line of bulk output\n"), 8<<10) // 176 KiB in one write
+	if _, err := w.Write(bulk); err != nil {
+		t.Fatal(err)
+	}
+	p.waitRecord(0, 30*time.Second, func(r rec) bool { return r.Type == protocol.TypeBlock })
+	eventually(t, 30*time.Second, "the bulk output to arrive", func() bool { return len(p.output()) == len(bulk) })
+	if _, err := w.Write([]byte("done\n")); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := p.waitRecord(0, 30*time.Second, func(r rec) bool { return bytes.Equal(r.Payload, []byte("done\n")) })
+	if r.Type != protocol.TypeOutput {
+		t.Fatalf("the line after the burst came as a %s record, want an o record", r.Type)
 	}
 }

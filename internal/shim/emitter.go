@@ -115,6 +115,21 @@ func (e *emitter) Output(data []byte) {
 	}
 }
 
+// OutputBlocks sends script output bytes as block records: output read
+// from the script's pipe while a burst of bulk output flows (see pump),
+// which as line records would cost a record per line.
+func (e *emitter) OutputBlocks(data []byte) {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.buf = e.enc.AppendBlocks(e.start(), data)
+	e.write(e.buf, true)
+	if cap(e.buf) > 1<<20 {
+		e.buf = nil // do not pin a huge buffer
+	}
+}
+
 // Record sends a sequenced JSON record.
 func (e *emitter) Record(t protocol.Type, v any) {
 	e.gate.Lock()

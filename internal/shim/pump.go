@@ -80,6 +80,11 @@ func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
 	src, blocks := pipeOf(f)
 	grown := false
 	blocks = blocks && masked == nil && deadlines
+	// burst is set while bulk output flows: from a batch of block records
+	// until the shim finds the pipe empty when it comes back for more.
+	// What it reads in between (a writer's remainder, less than blockMin)
+	// goes out as block records too, not a line record per line.
+	burst := false
 	for {
 		if deadlines {
 			switch {
@@ -95,8 +100,13 @@ func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
 		var err error
 		if blocks && held == 0 {
 			var bulk int
-			n, bulk, err = readOrMeasure(src, buf)
+			var waited bool
+			n, bulk, waited, err = readOrMeasure(src, buf)
+			if waited {
+				burst = false
+			}
 			if bulk > 0 {
+				burst = true
 				if !grown {
 					growPipe(f) // bulk output: fewer, bigger batches
 					grown = true
@@ -104,8 +114,12 @@ func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
 				if em.Blocks(src, bulk) {
 					continue
 				}
-				blocks = false // stdout is not a pipe: read from now on
+				blocks, burst = false, false // stdout is not a pipe: read from now on
 				continue
+			}
+			if burst && n > 0 {
+				em.OutputBlocks(buf[:n])
+				n = 0
 			}
 		} else {
 			n, err = f.Read(buf[held:])
@@ -186,10 +200,13 @@ func pendingBytes(f *os.File) func() int {
 // readOrMeasure waits until the pipe src is readable, then either reports
 // that at least blockMin bytes wait in it (bulk, nothing read) or reads
 // into buf as os.File.Read would (n, io.EOF at the end, the deadline's
-// error once it passed).
-func readOrMeasure(src rawPipe, buf []byte) (n, bulk int, err error) {
+// error once it passed). waited reports that the pipe was empty when it
+// was asked first.
+func readOrMeasure(src rawPipe, buf []byte) (n, bulk int, waited bool, err error) {
 	var rerr error
+	calls := 0
 	werr := src.rc.Read(func(fd uintptr) bool {
+		calls++
 		var waiting int32
 		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&waiting))); e == 0 && waiting >= blockMin {
 			bulk = int(waiting)
@@ -203,17 +220,18 @@ func readOrMeasure(src rawPipe, buf []byte) (n, bulk int, err error) {
 		}
 		return !errors.Is(rerr, syscall.EAGAIN)
 	})
+	waited = calls > 1
 	switch {
 	case errors.Is(werr, os.ErrDeadlineExceeded):
-		return 0, 0, werr
+		return 0, 0, waited, werr
 	case werr != nil:
-		return 0, 0, fmt.Errorf("%w: %w", os.ErrClosed, werr) // the only other way a wait ends
+		return 0, 0, waited, fmt.Errorf("%w: %w", os.ErrClosed, werr) // the only other way a wait ends
 	case bulk > 0:
-		return 0, bulk, nil
+		return 0, bulk, waited, nil
 	case rerr != nil:
-		return 0, 0, os.NewSyscallError("read", rerr)
+		return 0, 0, waited, os.NewSyscallError("read", rerr)
 	case n == 0:
-		return 0, 0, io.EOF
+		return 0, 0, waited, io.EOF
 	}
-	return n, 0, nil
+	return n, 0, waited, nil
 }
