@@ -109,7 +109,7 @@ func cliSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logge
 			"Relay CPU = CPU time of the command's whole process tree (wait4's usage) minus the script's own (the shell's `times` after its output): "+
 			"tether-shim + tether for Tether, `cat` (and the outer shell) for the baseline. The output goes to /dev/null as in a user's run; "+
 			"its bytes are checked in the in-process rows below, which take the same path. "+
-			"The relay CPU of `cat` is far from steady on this 2-core machine type: runs an hour apart measured 0.16 s/GiB and 0.36–0.56 s/GiB, while tether's stayed at 0.5–0.7 s/GiB; "+
+			"The relay CPU of `cat` is bimodal on this 2-core machine type: about 0.33–0.38 s/GiB on a quiet machine, about 0.16 s/GiB in runs where other processes keep a core busy, while tether's stays at 0.42–0.6 s/GiB either way; "+
 			"the range column shows each path's spread within this run.",
 		tetherCLI.name, catCLI.name, gib(cfg.bytes), cfg.repeat))
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
