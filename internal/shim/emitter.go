@@ -103,27 +103,20 @@ func (e *emitter) fail(err error) {
 }
 
 // Output sends script output bytes.
-func (e *emitter) Output(data []byte) {
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.buf = e.enc.AppendOutput(e.start(), data)
-	e.write(e.buf, true)
-	if cap(e.buf) > 1<<20 {
-		e.buf = nil // do not pin a huge buffer
-	}
-}
+func (e *emitter) Output(data []byte) { e.output(e.enc.AppendOutput, data) }
 
 // OutputBlocks sends script output bytes as block records: output read
 // from the script's pipe while a burst of bulk output flows (see pump),
 // which as line records would cost a record per line.
-func (e *emitter) OutputBlocks(data []byte) {
+func (e *emitter) OutputBlocks(data []byte) { e.output(e.enc.AppendBlocks, data) }
+
+// output encodes data with encode and sends it.
+func (e *emitter) output(encode func(dst, data []byte) []byte, data []byte) {
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.buf = e.enc.AppendBlocks(e.start(), data)
+	e.buf = encode(e.start(), data)
 	e.write(e.buf, true)
 	if cap(e.buf) > 1<<20 {
 		e.buf = nil // do not pin a huge buffer

@@ -494,27 +494,9 @@ func (c *Cluster) Attach(ctx context.Context, mode AttachMode, ns, name, contain
 		VersionedParams(&corev1.PodAttachOptions{
 			Container: container, Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil, TTY: false,
 		}, scheme.ParameterCodec)
-	var exec remotecommand.Executor
-	ws, err := remotecommand.NewWebSocketExecutor(c.Config, "GET", req.URL().String())
+	exec, err := c.executor(req, mode)
 	if err != nil {
-		return fmt.Errorf("websocket attach executor: %w", err)
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(c.Config, "POST", req.URL())
-	if err != nil {
-		return fmt.Errorf("spdy attach executor: %w", err)
-	}
-	switch mode {
-	case AttachWebSocket:
-		exec = ws
-	case AttachSPDY:
-		exec = spdy
-	default:
-		exec, err = remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-		})
-		if err != nil {
-			return fmt.Errorf("fallback attach executor: %w", err)
-		}
+		return fmt.Errorf("attach: %w", err)
 	}
 	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
@@ -523,25 +505,41 @@ func (c *Cluster) Attach(ctx context.Context, mode AttachMode, ns, name, contain
 	return nil
 }
 
+// executor streams req (pods/attach or pods/exec) over WebSocket, SPDY, or
+// WebSocket with a fallback to SPDY, as mode says.
+func (c *Cluster) executor(req *rest.Request, mode AttachMode) (remotecommand.Executor, error) {
+	ws, err := remotecommand.NewWebSocketExecutor(c.Config, "GET", req.URL().String())
+	if err != nil {
+		return nil, fmt.Errorf("websocket executor: %w", err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(c.Config, "POST", req.URL())
+	if err != nil {
+		return nil, fmt.Errorf("spdy executor: %w", err)
+	}
+	switch mode {
+	case AttachWebSocket:
+		return ws, nil
+	case AttachSPDY:
+		return spdy, nil
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fallback executor: %w", err)
+	}
+	return exec, nil
+}
+
 // Exec runs command in container of pod ns/name (pods/exec, WebSocket with
 // a fallback to SPDY) and returns its error, with its output in it.
 func (c *Cluster) Exec(ctx context.Context, ns, name, container string, command ...string) error {
 	req := c.Client.CoreV1().RESTClient().Post().
 		Resource("pods").Namespace(ns).Name(name).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(c.Config, "GET", req.URL().String())
+	exec, err := c.executor(req, AttachFallback)
 	if err != nil {
-		return fmt.Errorf("websocket exec executor: %w", err)
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(c.Config, "POST", req.URL())
-	if err != nil {
-		return fmt.Errorf("spdy exec executor: %w", err)
-	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return fmt.Errorf("fallback exec executor: %w", err)
+		return fmt.Errorf("exec: %w", err)
 	}
 	var out bytes.Buffer
 	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out}); err != nil {
