@@ -33,6 +33,13 @@ func fakeCluster() *fake.Clientset {
 func createTestPod(ctx context.Context, t *testing.T) (*fake.Clientset, *Objects, *Pod) {
 	t.Helper()
 	cs := fakeCluster()
+	objs, p := createPodIn(ctx, t, cs)
+	return cs, objs, p
+}
+
+// createPodIn builds testSpec's objects and creates them in cs.
+func createPodIn(ctx context.Context, t *testing.T, cs *fake.Clientset) (*Objects, *Pod) {
+	t.Helper()
 	objs, err := Build(testSpec())
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +48,7 @@ func createTestPod(ctx context.Context, t *testing.T) (*fake.Clientset, *Objects
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cs, objs, p
+	return objs, p
 }
 
 // verbs lists "verb resource" for every action, in order.

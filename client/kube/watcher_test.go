@@ -184,14 +184,7 @@ func TestWaitRunningSeesEarlierEventsOfEveryFirstJob(t *testing.T) {
 	defer wt.Close()
 	var pods []*Pod
 	for range 2 {
-		objs, err := Build(testSpec())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Create(ctx, cs, objs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, p := createPodIn(ctx, t, cs)
 		p.Watcher = wt
 		pods = append(pods, p)
 	}
@@ -221,14 +214,7 @@ func TestWatcherWatchBeforeTheFirstPod(t *testing.T) {
 	if err := wt.Watch(ctx, "ci"); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Build(testSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Create(ctx, cs, objs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := createPodIn(ctx, t, cs)
 	p.Watcher = wt
 	buildStarted(ctx, t, cs, p)
 	if err := p.WaitRunning(ctx, WaitOptions{Timeout: 10 * time.Second}); err != nil {
