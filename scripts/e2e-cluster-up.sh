@@ -77,11 +77,17 @@ start() {
   setsid "$bin" "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- &
   pid=$!
   echo "$pid" >"$PIDS/$name.pid"
-  sleep 0.05
-  component_pid "$name" >/dev/null || {
-    tail -n 30 "$LOGS/$name.log" >&2 || true
-    e2e_die "$name (pid $pid) did not start; log: $LOGS/$name.log"
-  }
+  # Until the background shell and setsid have exec'd, /proc/PID/exe names
+  # them, not the component; on a loaded machine that can take well over
+  # 50 ms. Wait for the exec; fail at once if the process is gone.
+  local i
+  for i in $(seq 1 200); do
+    component_pid "$name" >/dev/null && return 0
+    [ -d "/proc/$pid" ] || break
+    sleep 0.05
+  done
+  tail -n 30 "$LOGS/$name.log" >&2 || true
+  e2e_die "$name (pid $pid) did not start (after $i checks); log: $LOGS/$name.log"
 }
 
 port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }

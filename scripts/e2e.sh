@@ -24,6 +24,11 @@ t_images=$(date +%s)
 
 # Only the node this run starts is torn down at the end (see e2e-cluster-up.sh).
 export TETHER_E2E_OWNER="e2e-$$-$(date +%s%N)"
+# Why the run failed, repeated at its very end (after the log tails): the
+# node scripts' fatal errors and the failed tests' names.
+E2E_ERROR_FILE=$(mktemp)
+export E2E_ERROR_FILE
+test_out=$(mktemp)
 status=0
 cleanup() {
   if [ "$status" -ne 0 ]; then
@@ -33,6 +38,12 @@ cleanup() {
   if [ "${TETHER_E2E_KEEP:-0}" != 1 ]; then
     "$here/e2e-cluster-down.sh" --if-owner "$TETHER_E2E_OWNER" || true
   fi
+  if [ "$status" -ne 0 ]; then
+    grep -E -- '^\s*--- FAIL|^(FAIL|panic:)' "$test_out" >>"$E2E_ERROR_FILE" 2>/dev/null || true
+    e2e_log "FAILED (exit $status) because:"
+    sed 's/^/  /' "$E2E_ERROR_FILE" >&2
+  fi
+  rm -f "$E2E_ERROR_FILE" "$test_out"
 }
 trap 'status=$?; cleanup' EXIT
 trap 'exit 130' INT TERM
@@ -51,6 +62,6 @@ args=(-tags e2e -trimpath -count=1 -timeout 45m)
 [ -z "${TETHER_E2E_RUN:-}" ] || args+=(-run "$TETHER_E2E_RUN")
 [ -z "${TETHER_E2E_SKIP:-}" ] || args+=(-skip "$TETHER_E2E_SKIP")
 rc=0
-go test "${args[@]}" -v ./test/e2e/... || rc=$?
+go test "${args[@]}" -v ./test/e2e/... 2>&1 | tee "$test_out" || rc=$?
 e2e_log "images $((t_images - t0))s, node up $((t_up - t_images))s, tests $(( $(date +%s) - t_up ))s"
 exit "$rc"

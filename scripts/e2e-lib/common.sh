@@ -47,7 +47,13 @@ LOCK_FILE="$E2E_DIR.lock"
 COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
 
 e2e_log() { echo "[$(date +%H:%M:%S)] ${E2E_SCRIPT:-e2e}: $*" >&2; }
-e2e_die() { e2e_log "ERROR: $*"; exit 1; }
+# e2e_die MESSAGE: log the error, also into E2E_ERROR_FILE when set (e2e.sh
+# repeats it after the log tails, so the end of a failed run says why), and exit.
+e2e_die() {
+  e2e_log "ERROR: $*"
+  [ -z "${E2E_ERROR_FILE:-}" ] || echo "${E2E_SCRIPT:-e2e}: $*" >>"$E2E_ERROR_FILE"
+  exit 1
+}
 
 # take_lock: hold LOCK_FILE for the rest of this script (fd 8), unless a
 # parent script already holds it (E2E_LOCK_HELD=1).
