@@ -109,8 +109,8 @@ func cliSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logge
 			"Relay CPU = CPU time of the command's whole process tree (wait4's usage) minus the script's own (the shell's `times` after its output): "+
 			"tether-shim + tether for Tether, `cat` (and the outer shell) for the baseline. The output goes to /dev/null as in a user's run; "+
 			"its bytes are checked in the in-process rows below, which take the same path. "+
-			"The relay CPU of `cat` is bimodal on this 2-core machine type: about 0.33–0.38 s/GiB on a quiet machine, about 0.16 s/GiB in runs where other processes keep a core busy, while tether's stays at 0.42–0.6 s/GiB either way; "+
-			"the range column shows each path's spread within this run.",
+			"The relay CPU of `cat` is bimodal on this 2-core machine type: about 0.33–0.67 s/GiB when the writer and `cat` run on separate cores (a quiet machine), "+
+			"about 0.16–0.20 s/GiB when they share one (other processes keep a core busy, or the one-core rows below); the range column shows each path's spread within this run.",
 		tetherCLI.name, catCLI.name, gib(cfg.bytes), cfg.repeat))
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -128,25 +128,9 @@ func cliSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logge
 			return nil, err
 		}
 		paths := []cliPath{catCLI, tetherCLI}
-		results := make([][]outcome, len(paths))
-		for r := range cfg.repeat {
-			for i, p := range paths {
-				_ = os.Remove(timesFile)
-				rctx, cancel := context.WithTimeout(ctx, runTimeout)
-				oc, err := p.run(rctx, script, devnull)
-				cancel()
-				if err != nil {
-					return nil, fmt.Errorf("CLI relay %s: %w", s.label, err)
-				}
-				own, err := scriptCPU(timesFile)
-				if err != nil {
-					return nil, fmt.Errorf("CLI relay %s, %s: %w", s.label, p.name, err)
-				}
-				oc.relayCPU = max(oc.relayCPU-own, 0)
-				results[i] = append(results[i], oc)
-				log.Info("CLI relay", "shape", s.name, "path", p.name, "run", r+1,
-					"GiB/s", fmt.Sprintf("%.3f", throughput(cfg.bytes, oc.wall)), "relay_cpu", oc.relayCPU.Round(time.Millisecond))
-			}
+		results, err := measureCLI(ctx, cfg, paths, s, script, timesFile, devnull, log)
+		if err != nil {
+			return nil, err
 		}
 		base, teth := results[0], results[1]
 		bestRatio := float64(walls(base).min()) / float64(walls(teth).min())
@@ -182,6 +166,14 @@ func cliSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logge
 	}
 	sec.tabs = append(sec.tabs, t)
 
+	oneCore, err := cliOneCore(ctx, cfg, ws, catCLI, tetherCLI, devnull, log)
+	if err != nil {
+		return nil, err
+	}
+	sec.tabs = append(sec.tabs, oneCore.tab)
+	sec.notes = append(sec.notes, oneCore.note)
+	sec.goals = append(sec.goals, oneCore.goals...)
+
 	// Partial-output latency through the whole CLI: stdout is a pipe to
 	// this process, which stamps each write.
 	lt := &table{head: []string{"partial-output latency (CLI, stdout a pipe)", "samples", "p50", "p90", "p99", "max"}}
@@ -211,4 +203,31 @@ func cliSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logge
 		verdict:  verdict(tetherLat.percentile(99) <= 2*time.Millisecond),
 	})
 	return sec, nil
+}
+
+// measureCLI runs script through each path cfg.repeat times, the paths
+// interleaved in each round, and returns each path's outcomes with the
+// script's own CPU time taken out of the relay CPU.
+func measureCLI(ctx context.Context, cfg *config, paths []cliPath, s shape, script, timesFile string, out *os.File, log *slog.Logger) ([][]outcome, error) {
+	results := make([][]outcome, len(paths))
+	for r := range cfg.repeat {
+		for i, p := range paths {
+			_ = os.Remove(timesFile)
+			rctx, cancel := context.WithTimeout(ctx, runTimeout)
+			oc, err := p.run(rctx, script, out)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("CLI relay %s: %w", s.label, err)
+			}
+			own, err := scriptCPU(timesFile)
+			if err != nil {
+				return nil, fmt.Errorf("CLI relay %s, %s: %w", s.label, p.name, err)
+			}
+			oc.relayCPU = max(oc.relayCPU-own, 0)
+			results[i] = append(results[i], oc)
+			log.Info("CLI relay", "shape", s.name, "path", p.name, "run", r+1,
+				"GiB/s", fmt.Sprintf("%.3f", throughput(cfg.bytes, oc.wall)), "relay_cpu", oc.relayCPU.Round(time.Millisecond))
+		}
+	}
+	return results, nil
 }
