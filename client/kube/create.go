@@ -51,11 +51,20 @@ type Pod struct {
 	// replaces the pod with the Fallback when the container runtime
 	// cannot mount the volume (see shim_fallback.go).
 	imageObjs *Objects
-	// mu guards UID and created, which WaitRunning changes when it
-	// replaces the pod.
+	// mu guards UID, created, deleting and replacing, which WaitRunning
+	// changes when it replaces the pod and Delete reads from any goroutine
+	// (a signal handler's).
 	mu sync.Mutex
 	// created is when the pod's create was sent (zero: not by Create).
 	created time.Time
+	// deleting is set by Delete: no replacement is created after it.
+	deleting bool
+	// replacing is open while the create of a replacement is under way
+	// (nil otherwise); closed once its outcome is in UID.
+	replacing chan struct{}
+	// job is the LabelJob value of the pod as created ("" unknown): a pod
+	// of the same name carrying it is this job's (see Delete).
+	job string
 	// started is set when WaitRunning saw the shim's container start.
 	started atomic.Bool
 }
@@ -125,7 +134,7 @@ func createOwned(ctx context.Context, cs kubernetes.Interface, want *corev1.Pod,
 		return nil, fmt.Errorf("create pod %s/%s: %w%s", want.Namespace, want.Name, err, hint(err))
 	}
 	p := &Pod{Client: cs, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-		Container: BuildContainer, Job: objs.Job, Logger: log, created: sent}
+		Container: BuildContainer, Job: objs.Job, Logger: log, created: sent, job: pod.Labels[LabelJob]}
 	log.Info("pod created", "pod", pod.Namespace+"/"+pod.Name)
 
 	fail := func(what string, err error) (*Pod, error) {
@@ -214,27 +223,6 @@ func hint(err error) string {
 		return " (the object was rejected as invalid)"
 	}
 	return ""
-}
-
-// Delete deletes the pod (its ConfigMap and Secret are garbage-collected
-// with it). A pod that is already gone is not an error.
-func (p *Pod) Delete(ctx context.Context) error {
-	bg := metav1.DeletePropagationBackground
-	uid := p.uid()
-	opts := metav1.DeleteOptions{
-		PropagationPolicy: &bg,
-		Preconditions:     &metav1.Preconditions{UID: &uid},
-	}
-	if p.DeleteGrace > 0 {
-		g := seconds(p.DeleteGrace)
-		opts.GracePeriodSeconds = &g
-	}
-	err := p.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, opts)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err)
-	}
-	p.logger().Info("pod deleted", "pod", p.Namespace+"/"+p.Name)
-	return nil
 }
 
 // Transport returns the attach transport of the pod's build container.

@@ -77,7 +77,9 @@ func imageVolumeFailure(spec, pod *corev1.Pod) *imageVolumeError {
 // init container copies the shim) under the same name, with the ConfigMap
 // and Secret owned by the new pod: the old pod is deleted at once, and
 // the garbage collector removes its copies of them first. p's UID becomes
-// the new pod's.
+// the new pod's. A Delete of p on another goroutine meanwhile stops it (see
+// Delete): the new pod is not created, or Delete waits for its create and
+// deletes it.
 func (p *Pod) replaceWithFallback(ctx context.Context, why *imageVolumeError) error {
 	objs := p.imageObjs
 	p.imageObjs = nil
@@ -106,12 +108,16 @@ func (p *Pod) replaceWithFallback(ctx context.Context, why *imageVolumeError) er
 		case <-time.After(replacePoll):
 		}
 	}
+	finish, ok := p.beginReplacing()
+	if !ok {
+		return fmt.Errorf("%w; the pod was deleted before its replacement with an init container was created", why)
+	}
 	np, err := createOwned(ctx, p.Client, objs.Fallback, objs, p.logger(), true)
+	if finish(np) {
+		return fmt.Errorf("%w; the pod was deleted while its replacement with an init container was created", why)
+	}
 	if err != nil {
 		return fmt.Errorf("%w; creating the pod with an init container failed: %w", why, err)
 	}
-	p.mu.Lock()
-	p.UID, p.created = np.UID, np.created
-	p.mu.Unlock()
 	return nil
 }
