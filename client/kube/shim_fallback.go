@@ -16,8 +16,9 @@ import (
 const replacePoll = 250 * time.Millisecond
 
 // Where the API server keeps image volumes but the container runtime has
-// none (containerd before 2.1, say), the kubelet still asks the runtime to
-// create the shim's containers with the image mount, and the runtime fails:
+// none (containerd before 2.1, CRI-O before 1.31), the kubelet still asks
+// the runtime to create the shim's containers with the image mount, and
+// the runtime fails:
 // the kubelet reports the container waiting with reason
 // CreateContainerError (its ErrCreateContainer) and the runtime's own
 // message. What the runtime says:
@@ -33,6 +34,17 @@ const (
 	// file or directory`). In a job pod only the image volume's mount has
 	// no host path.
 	emptyMountSource = `failed to mkdir "": `
+	// emptyHostPath is the whole message of CRI-O without image volumes
+	// (before 1.31): the CRI mount's image field is unknown to it, so it
+	// sees a bind mount without a host path and refuses it (cri-o/cri-o,
+	// server/container_create_linux.go, addOCIBindMounts, unchanged from
+	// 1.14 to 1.30; the kubelet reports the runtime's message as is, see
+	// kubernetes/kubernetes, pkg/kubelet/kuberuntime/kuberuntime_container.go,
+	// startContainer). CRI-O with image volumes wraps a mount it cannot
+	// make in ImageVolumeMountFailed (1.33 on; 1.31 and 1.32 say "mount
+	// image: ", left alone: its cause is not a runtime without the
+	// feature).
+	emptyHostPath = "mount.HostPath is empty"
 )
 
 // imageVolumeError is WaitRunning's finding that the container runtime
@@ -64,7 +76,8 @@ func imageVolumeFailure(spec, pod *corev1.Pod) *imageVolumeError {
 			if !mounts[c.Name] || w == nil || w.Reason != "CreateContainerError" {
 				continue
 			}
-			if strings.HasPrefix(w.Message, imageVolumeMountFailed) || strings.Contains(w.Message, emptyMountSource) {
+			if strings.HasPrefix(w.Message, imageVolumeMountFailed) || strings.Contains(w.Message, emptyMountSource) ||
+				strings.Contains(w.Message, emptyHostPath) {
 				return &imageVolumeError{pod: pod.Namespace + "/" + pod.Name, container: c.Name, reason: w.Reason, message: w.Message}
 			}
 		}
@@ -84,7 +97,7 @@ func (p *Pod) replaceWithFallback(ctx context.Context, why *imageVolumeError) er
 	objs := p.imageObjs
 	p.imageObjs = nil
 	name := p.Namespace + "/" + p.Name
-	p.logger().Info("the container runtime cannot mount the shim's image volume (containerd before 2.1, say): "+
+	p.logger().Info("the container runtime cannot mount the shim's image volume (containerd before 2.1 or CRI-O before 1.31, say): "+
 		"the pod is created again with an init container that copies the shim",
 		"pod", name, "container", why.container, "reason", why.reason, "message", why.message)
 	old := p.uid()

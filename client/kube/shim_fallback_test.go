@@ -26,6 +26,13 @@ import (
 // container's waiting message, with reason CreateContainerError.
 const containerd16Message = `failed to generate container "5e1c0a2b" spec: failed to mkdir "": mkdir : no such file or directory`
 
+// crioMessage is what CRI-O before 1.31 answers the kubelet's request to
+// create a container with an image mount: it does not know the mount's
+// image field and finds a bind mount without a host path. The kubelet
+// reports it as the container's waiting message, with reason
+// CreateContainerError.
+const crioMessage = "mount.HostPath is empty"
+
 func waitingStatus(name, reason, msg string) corev1.ContainerStatus {
 	return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
 }
@@ -44,6 +51,14 @@ func TestImageVolumeFailure(t *testing.T) {
 			waitingStatus(BuildContainer, "CreateContainerError", containerd16Message)}}, BuildContainer},
 		{"helper sidecar first", corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{
 			waitingStatus(HelperContainer, "CreateContainerError", containerd16Message)}}, HelperContainer},
+		{"CRI-O before 1.31", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			waitingStatus(BuildContainer, "CreateContainerError", crioMessage)}}, BuildContainer},
+		{"CRI-O, helper sidecar first", corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{
+			waitingStatus(HelperContainer, "CreateContainerError", crioMessage)}}, HelperContainer},
+		{"CRI-O, a container without the volume", corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{
+			waitingStatus("svc-0-db", "CreateContainerError", crioMessage)}}, ""},
+		{"CRI-O, another reason", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			waitingStatus(BuildContainer, "RunContainerError", crioMessage)}}, ""},
 		{"mount failed", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
 			waitingStatus(BuildContainer, "CreateContainerError", "ImageVolumeMountFailed: failed to mount image volume")}}, BuildContainer},
 		{"another create error", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{

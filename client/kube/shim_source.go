@@ -26,7 +26,7 @@ const (
 	// drops image volumes (the feature off, or a Kubernetes older than
 	// 1.31), Create notices it before creating the pod and falls back to
 	// ShimFromInit; where the API server keeps them but the container
-	// runtime has none (containerd before 2.1), WaitRunning notices the
+	// runtime has none (containerd before 2.1, CRI-O before 1.31), WaitRunning notices the
 	// runtime's failure to create the container and replaces the pod with
 	// the ShimFromInit one.
 	ShimFromImage ShimSource = "image"

@@ -79,7 +79,7 @@ func (o WaitOptions) withDefaults() WaitOptions {
 //
 // A pod whose shim comes from an image volume (ShimFromImage) that the
 // container runtime cannot mount (the API server keeps image volumes, the
-// runtime has none: containerd before 2.1) is deleted and created again,
+// runtime has none: containerd before 2.1, CRI-O before 1.31) is deleted and created again,
 // under the same name, as its Fallback with the init container, saying so
 // in one line to p.Logger; p.UID becomes the new pod's.
 //
