@@ -34,8 +34,12 @@ const (
 // list (at the start, and again when a watch cannot resume) reads none of
 // that history either: one event, for the resource version to watch from.
 // The events before it are fetched per pod (pastEvents), only for the pods
-// created before that list: the pod of a `tether run`, and those of a
-// runner's first jobs unless it called Watcher.Watch before creating them.
+// created before that list: the pod of a `tether run`, those of a
+// runner's first jobs unless it called Watcher.Watch before creating them,
+// and, after a list that restarts a broken watch, the pods waited for then
+// (their events of the gap, see catchUp) and those created before it. An
+// event is kept and delivered once (by UID and resource version), however
+// many of these reads return it.
 //
 // It is the store of a client-go Reflector (cache.ReflectorStore), which
 // lists, watches, and retries with backoff.
@@ -44,27 +48,42 @@ type eventFeed struct {
 	ns      string
 	deliver func(*corev1.Event)
 	now     func() time.Time
+	// waiting returns the pods that jobs wait for (nil: none); set before
+	// run.
+	waiting func() []string
 
 	synced   chan struct{} // closed at the first list
 	syncOnce sync.Once
-	listed   time.Time // when the first list's answer came; set before synced is closed
 
-	mu    sync.Mutex
-	byPod map[string][]*corev1.Event // recent events by pod name, oldest first
-	order []arrival                  // every kept event, oldest first
+	mu     sync.Mutex
+	listed time.Time                  // when the latest list's answer came; set before synced is closed
+	byPod  map[string][]*corev1.Event // recent events by pod name, oldest first
+	order  []arrival                  // every kept event, oldest first
+	known  map[string]bool            // eventKey of every kept event
 }
 
-// arrival is when a kept event arrived, and which pod it is about.
+// arrival is when a kept event arrived, which pod it is about, and its
+// eventKey.
 type arrival struct {
-	at  time.Time
-	pod string
+	at       time.Time
+	pod, key string
+}
+
+// eventKey identifies one state of an event: a repeat the API server
+// counts into it is a new resource version.
+func eventKey(e *corev1.Event) string {
+	id := string(e.UID)
+	if id == "" {
+		id = e.Namespace + "/" + e.Name
+	}
+	return id + "@" + e.ResourceVersion
 }
 
 var _ cache.ReflectorStore = (*eventFeed)(nil)
 
 func newEventFeed(cs kubernetes.Interface, ns string, deliver func(*corev1.Event)) *eventFeed {
 	return &eventFeed{client: cs, ns: ns, deliver: deliver, now: time.Now,
-		synced: make(chan struct{}), byPod: map[string][]*corev1.Event{}}
+		synced: make(chan struct{}), byPod: map[string][]*corev1.Event{}, known: map[string]bool{}}
 }
 
 // aboutPods selects the events about pods.
@@ -83,7 +102,10 @@ func (f *eventFeed) run(ctx context.Context) {
 }
 
 // list returns no events and the resource version to watch from: that of
-// a one-event list of the events about pods (a consistent read).
+// a one-event list of the events about pods (a consistent read). A list
+// after the first restarts a watch that could not resume: the events
+// since the watch broke are not watched, and those of the pods waited for
+// are read for them first (catchUp).
 func (f *eventFeed) list(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	o.FieldSelector = aboutPods
 	o.ResourceVersion, o.ResourceVersionMatch = "", ""
@@ -93,11 +115,35 @@ func (f *eventFeed) list(ctx context.Context, o metav1.ListOptions) (runtime.Obj
 		return nil, fmt.Errorf("list the events of namespace %s: %w", f.ns, err)
 	}
 	f.mu.Lock()
-	if f.listed.IsZero() {
-		f.listed = time.Now() // the clock Pod.created reads
-	}
+	again := !f.listed.IsZero()
+	f.listed = time.Now() // the clock Pod.created reads
 	f.mu.Unlock()
+	if again {
+		if err := f.catchUp(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return &corev1.EventList{ListMeta: metav1.ListMeta{ResourceVersion: page.ResourceVersion}}, nil
+}
+
+// catchUp keeps and delivers the recent events of the pods waited for that
+// it did not have: those the broken watch missed. (A pod waited for only
+// from now on reads its events itself when it was created before this
+// list, see Watcher.subscribe.)
+func (f *eventFeed) catchUp(ctx context.Context) error {
+	if f.waiting == nil {
+		return nil
+	}
+	for _, name := range f.waiting() {
+		evs, err := f.pastEvents(ctx, name)
+		if err != nil {
+			return fmt.Errorf("read the events the broken watch missed: %w", err)
+		}
+		for _, e := range evs {
+			f.add(e)
+		}
+	}
+	return nil
 }
 
 // pastEvents returns the recent events about pod name that are older than
@@ -126,8 +172,8 @@ func isRecent(e *corev1.Event, now time.Time) bool {
 	return t.IsZero() || now.Sub(t.Time) <= recentEvents
 }
 
-// listedAt returns when the first list's answer came (zero before it): the
-// watch delivers every event from about then on.
+// listedAt returns when the latest list's answer came (zero before the
+// first): the watch delivers every event from about then on.
 func (f *eventFeed) listedAt() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -151,13 +197,18 @@ func (f *eventFeed) hasSynced() bool {
 	}
 }
 
-// keep adds e to the kept events and drops those past their time. f.mu
-// is held.
-func (f *eventFeed) keep(e *corev1.Event) {
+// keep adds e to the kept events and drops those past their time; it
+// reports false, keeping nothing, when e is kept already. f.mu is held.
+func (f *eventFeed) keep(e *corev1.Event) bool {
+	key := eventKey(e)
+	if f.known[key] {
+		return false
+	}
 	now := f.now()
 	for len(f.order) > 0 && (len(f.order) >= maxRecentEvents || now.Sub(f.order[0].at) > recentEvents) {
 		old := f.order[0]
 		f.order = f.order[1:]
+		delete(f.known, old.key)
 		if evs := f.byPod[old.pod]; len(evs) > 1 {
 			f.byPod[old.pod] = evs[1:]
 		} else {
@@ -166,21 +217,27 @@ func (f *eventFeed) keep(e *corev1.Event) {
 	}
 	pod := e.InvolvedObject.Name
 	f.byPod[pod] = append(f.byPod[pod], e)
-	f.order = append(f.order, arrival{at: now, pod: pod})
+	f.order = append(f.order, arrival{at: now, pod: pod, key: key})
+	f.known[key] = true
+	return true
 }
 
 // seen keeps and delivers one event from the watch.
 func (f *eventFeed) seen(obj any) error {
-	e, ok := obj.(*corev1.Event)
-	if !ok {
-		return nil
+	if e, ok := obj.(*corev1.Event); ok {
+		f.add(slimEvent(e))
 	}
-	e = slimEvent(e)
-	f.mu.Lock()
-	f.keep(e)
-	f.mu.Unlock()
-	f.deliver(e)
 	return nil
+}
+
+// add keeps and delivers e, a slim event, unless it is kept already.
+func (f *eventFeed) add(e *corev1.Event) {
+	f.mu.Lock()
+	fresh := f.keep(e)
+	f.mu.Unlock()
+	if fresh {
+		f.deliver(e)
+	}
 }
 
 // Add is a new event from the watch.
@@ -196,23 +253,14 @@ func (f *eventFeed) Delete(any) error { return nil }
 // Resync does nothing: the reflector has no resync period.
 func (f *eventFeed) Resync() error { return nil }
 
-// Replace is a list's result (no events, see list): it replaces the kept
-// events and what it carries is delivered.
+// Replace is a list's result (no events, see list): what it carries is
+// kept and delivered. The kept events stay: they are recent events still,
+// and a list carries none of them.
 func (f *eventFeed) Replace(list []any, _ string) error {
-	var evs []*corev1.Event
 	for _, obj := range list {
-		if e, ok := obj.(*corev1.Event); ok {
-			evs = append(evs, e)
+		if err := f.seen(obj); err != nil {
+			return err
 		}
-	}
-	f.mu.Lock()
-	f.byPod, f.order = map[string][]*corev1.Event{}, nil
-	for _, e := range evs {
-		f.keep(e)
-	}
-	f.mu.Unlock()
-	for _, e := range evs {
-		f.deliver(e)
 	}
 	f.syncOnce.Do(func() { close(f.synced) })
 	return nil

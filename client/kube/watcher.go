@@ -190,7 +190,7 @@ func (w *Watcher) subscribe(ns, name string, uid types.UID, created time.Time) (
 			return
 		}
 		if created.IsZero() || created.Before(nw.events.listedAt()) {
-			// The feed watches from its first list: the pod's events
+			// The feed watches from its latest list: the pod's events
 			// from before it are listed (they repeat nothing for the
 			// subscriber, which ignores repeats).
 			if evs, err := nw.events.pastEvents(ctx, name); err == nil {
@@ -225,6 +225,7 @@ func (w *Watcher) start(ns string) *nsWatch {
 		subs: map[string]map[*podSub]struct{}{},
 	}
 	nw.events = newEventFeed(w.client, ns, nw.eventSeen)
+	nw.events.waiting = nw.waitingFor
 	_ = nw.pods.SetTransform(slimPodTransform)
 	_, _ = nw.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { nw.podChanged(obj) },
@@ -259,6 +260,17 @@ func (nw *nsWatch) podDeleted(obj any) {
 	if p, ok := obj.(*corev1.Pod); ok {
 		nw.each(p.Name, func(s *podSub) { s.setGone(p) })
 	}
+}
+
+// waitingFor returns the names of the pods subscribed to.
+func (nw *nsWatch) waitingFor() []string {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	names := make([]string, 0, len(nw.subs))
+	for name := range nw.subs {
+		names = append(names, name)
+	}
+	return names
 }
 
 func (nw *nsWatch) eventSeen(e *corev1.Event) {
