@@ -1,8 +1,10 @@
 package shim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"sync"
@@ -22,9 +24,17 @@ import (
 // faster than that would never get theirs, each adding one more replay to
 // wait for.
 
-// maxPendingResumes bounds the resume commands read and not yet answered;
-// beyond it the oldest is dropped (its connection has been replaced many
-// times over).
+// maxPendingResumes bounds the resume commands read and not yet answered
+// (they pile up while the serve loop waits for a write to stdout that
+// nobody reads). A resume beyond it collapses the box to two: the newest
+// and the one asking for the earliest offset. Only a client's newest
+// connection can be alive, and its resume is the newest of that client;
+// the others' connections were replaced, and their answers would go
+// nowhere. The earliest offset is kept (and answered) so that the replay
+// still covers every offset any resume asked for: a client drops the
+// records it has, and no reader that asked for earlier records (another
+// client attached to the same shim, say) is given a stream that starts
+// after them.
 const maxPendingResumes = 256
 
 // resumeBox holds the resume commands read from stdin and not answered
@@ -32,6 +42,7 @@ const maxPendingResumes = 256
 // which takes them at its next turn or, while it replays, between two
 // records of the replay.
 type resumeBox struct {
+	log     *slog.Logger
 	mu      sync.Mutex
 	pending []protocol.Command
 	ready   chan struct{} // holds a token once a resume was put in
@@ -44,16 +55,34 @@ type resumeBox struct {
 	stuckAt int
 }
 
-func newResumeBox() *resumeBox { return &resumeBox{ready: make(chan struct{}, 1)} }
+// newResumeBox returns an empty box that reports a collapse (see
+// maxPendingResumes) to log.
+func newResumeBox(log *slog.Logger) *resumeBox {
+	return &resumeBox{log: log, ready: make(chan struct{}, 1)}
+}
 
-// put adds a resume command.
+// put adds a resume command; a full box collapses to the one asking for
+// the earliest offset and c (see maxPendingResumes).
 func (b *resumeBox) put(c protocol.Command) {
 	b.mu.Lock()
+	var dropped int
+	var earliest protocol.Command
 	if len(b.pending) == maxPendingResumes {
-		b.pending = slices.Delete(b.pending, 0, 1)
+		earliest = slices.MinFunc(b.pending, func(x, y protocol.Command) int { return cmp.Compare(x.From, y.From) })
+		dropped = len(b.pending)
+		b.pending = b.pending[:0]
+		if earliest.From < c.From {
+			b.pending = append(b.pending, earliest)
+			dropped--
+		}
 	}
 	b.pending = append(b.pending, c)
 	b.mu.Unlock()
+	if dropped > 0 {
+		b.log.Warn("resume commands piled up unanswered (stdout blocked): answering the newest and the earliest offset asked, "+
+			"dropping the others, whose connections were replaced",
+			"dropped", dropped, "newest_from", c.From, "earliest_from", min(earliest.From, c.From))
+	}
 	select {
 	case b.ready <- struct{}{}:
 	default:

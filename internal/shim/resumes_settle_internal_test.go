@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/tether-ci/tether/protocol"
@@ -9,7 +10,7 @@ import (
 // takeSettled waits while the command reader reads what waits on stdin,
 // and returns the resume it put in meanwhile.
 func TestTakeSettledWaitsForTheReader(t *testing.T) {
-	b := newResumeBox()
+	b := newResumeBox(slog.New(slog.DiscardHandler))
 	calls := 0
 	b.unread = func() int {
 		calls++
@@ -28,7 +29,7 @@ func TestTakeSettledWaitsForTheReader(t *testing.T) {
 // A reader that makes no progress (its queue to the serve loop is full) is
 // waited for once, not again at every mark while nothing changes.
 func TestTakeSettledDoesNotWaitTwiceForAStuckReader(t *testing.T) {
-	b := newResumeBox()
+	b := newResumeBox(slog.New(slog.DiscardHandler))
 	calls := 0
 	b.unread = func() int { calls++; return 40 }
 	b.takeSettled()

@@ -68,7 +68,7 @@ func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Sig
 	// A few commands are read ahead, so that a resume behind them reaches
 	// the resume box while a replay runs (see resumes.go).
 	cmds := make(chan commandEvent, 8)
-	resumes := newResumeBox()
+	resumes := newResumeBox(s.log)
 	if f, ok := stdin.(*os.File); ok {
 		resumes.unread = pendingBytes(f)
 	}
