@@ -50,12 +50,14 @@ func TestEventFeedWatchesFromNow(t *testing.T) {
 		podEvent("new.1", "p", "Scheduled", now.Add(-10*time.Second)),
 		podEvent("new.2", "q", "Scheduled", now.Add(-10*time.Second)),
 	)
+	watches := trackWatches(cs)
 	var got delivered
 	f := newEventFeed(cs, "ci", got.add)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go f.run(ctx)
 	waitFor(t, "the feed's first list", f.hasSynced)
+	watches.wait(ctx, t, 1, "events")
 	if evs := f.recent("p"); len(evs) != 0 {
 		t.Fatalf("kept events from before the feed: %v", reasons(evs))
 	}
@@ -69,7 +71,8 @@ func TestEventFeedWatchesFromNow(t *testing.T) {
 	if _, err := cs.CoreV1().Events("ci").Create(ctx, podEvent("new.3", "p", "Started", now), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the watched event", func() bool { return len(f.recent("p")) == 1 })
+	// The feed keeps an event, then delivers it.
+	waitFor(t, "the watched event", func() bool { return len(f.recent("p")) == 1 && len(got.all()) > 0 })
 	if d := got.all(); fmt.Sprint(d) != "[p/Started]" {
 		t.Errorf("delivered %v, want [p/Started]", d)
 	}

@@ -95,6 +95,7 @@ func fakeKubelet(ctx context.Context) (*fake.Clientset, *sync.WaitGroup, func() 
 		return false, nil, nil
 	})
 	serveDryRuns(cs, false)
+	watches := trackWatches(cs)
 	var gc sync.WaitGroup
 	var mu sync.Mutex
 	var graces []string
@@ -128,6 +129,11 @@ func fakeKubelet(ctx context.Context) (*fake.Clientset, *sync.WaitGroup, func() 
 		return false, nil, nil
 	})
 	go func() {
+		// A status the kubelet set before WaitRunning's pod watch was
+		// registered would never reach it (see fakeWatches).
+		if !watches.await(ctx, 1, "pods") {
+			return
+		}
 		for ctx.Err() == nil {
 			time.Sleep(50 * time.Millisecond)
 			pods, err := cs.CoreV1().Pods("ci").List(ctx, metav1.ListOptions{})

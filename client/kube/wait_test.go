@@ -134,8 +134,12 @@ func TestWaitRunningFollowsWatch(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			cs, _, p := createTestPod(ctx, t)
+			watches := trackWatches(cs)
 			go func() {
-				time.Sleep(300 * time.Millisecond)
+				// The change comes once WaitRunning watches the pod.
+				if !watches.await(ctx, 1, "pods") {
+					return
+				}
 				pod, err := cs.CoreV1().Pods("ci").Get(ctx, p.Name, metav1.GetOptions{})
 				if err != nil {
 					return
@@ -197,6 +201,7 @@ func TestWaitRunningEndsAtStartedEvent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cs, _, p := createTestPod(ctx, t)
+	watches := trackWatches(cs)
 	event := func(name, fieldPath string) {
 		if _, err := cs.CoreV1().Events("ci").Create(ctx, startedEvent(p, name, fieldPath), metav1.CreateOptions{}); err != nil {
 			t.Error(err)
@@ -204,7 +209,7 @@ func TestWaitRunningEndsAtStartedEvent(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.WaitRunning(ctx, WaitOptions{Timeout: 10 * time.Second}) }()
-	time.Sleep(200 * time.Millisecond)
+	watches.wait(ctx, t, 1, "events")
 	event("init-started", "spec.initContainers{"+InitContainer+"}")
 	select {
 	case err := <-done:
@@ -269,8 +274,12 @@ func TestWaitRunningTakesALatePodFromTheWatch(t *testing.T) {
 	defer cancel()
 	cs, _, p := createTestPod(ctx, t)
 	hideFromLists(cs)
+	watches := trackWatches(cs)
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		// The change comes once WaitRunning watches the pod.
+		if !watches.await(ctx, 1, "pods") {
+			return
+		}
 		pod, err := cs.CoreV1().Pods("ci").Get(ctx, p.Name, metav1.GetOptions{})
 		if err != nil {
 			return

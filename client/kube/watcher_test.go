@@ -86,6 +86,7 @@ func TestWaitRunningBacksOffAFailingWatch(t *testing.T) {
 func TestWaitRunningSharesWatches(t *testing.T) {
 	const jobs = 20
 	cs := fakeCluster()
+	watches := trackWatches(cs) // before countCalls, whose reactor then runs first
 	calls := countCalls(cs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -114,13 +115,14 @@ func TestWaitRunningSharesWatches(t *testing.T) {
 	}
 	// Every job subscribed and the informers listed before the pods start,
 	// so each start must come through the shared watches.
-	for calls.get("watch pods") < 2 || calls.get("watch events") < 2 {
-		select {
-		case err := <-errs:
-			t.Fatalf("a wait ended before its pod started: %v", err)
-		case <-ctx.Done():
+	started := make(chan bool, 1)
+	go func() { started <- watches.await(ctx, 2, "pods", "events") }()
+	select {
+	case err := <-errs:
+		t.Fatalf("a wait ended before its pod started: %v", err)
+	case ok := <-started:
+		if !ok {
 			t.Fatalf("the watches never started: %s", calls)
-		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	gets := calls.get("get pods")
@@ -179,7 +181,7 @@ func TestWaitRunningSeesEarlierEventsOfEveryFirstJob(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs := fakeCluster()
-	calls := countCalls(cs)
+	watches := trackWatches(cs)
 	wt := NewWatcher(cs)
 	defer wt.Close()
 	var pods []*Pod
@@ -191,7 +193,7 @@ func TestWaitRunningSeesEarlierEventsOfEveryFirstJob(t *testing.T) {
 	buildStarted(ctx, t, cs, pods[1])
 	first := make(chan error, 1)
 	go func() { first <- pods[0].WaitRunning(ctx, WaitOptions{Timeout: 20 * time.Second}) }()
-	waitFor(t, "the event watch", func() bool { return calls.get("watch events") > 0 })
+	watches.wait(ctx, t, 1, "events")
 	if err := pods[1].WaitRunning(ctx, WaitOptions{Timeout: 5 * time.Second}); err != nil {
 		t.Fatalf("the second job's wait: %v; want it ended by its pod's Started event from before the watch", err)
 	}
@@ -208,12 +210,16 @@ func TestWatcherWatchBeforeTheFirstPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs := fakeCluster()
+	watches := trackWatches(cs) // before countCalls, whose reactor then runs first
 	calls := countCalls(cs)
 	wt := NewWatcher(cs)
 	defer wt.Close()
 	if err := wt.Watch(ctx, "ci"); err != nil {
 		t.Fatal(err)
 	}
+	// An API server's watch starts at the list's resource version; the
+	// fake's only once registered.
+	watches.wait(ctx, t, 1, "pods", "events")
 	_, p := createPodIn(ctx, t, cs)
 	p.Watcher = wt
 	buildStarted(ctx, t, cs, p)
@@ -223,6 +229,14 @@ func TestWatcherWatchBeforeTheFirstPod(t *testing.T) {
 	if n := calls.get("list events"); n != 1 {
 		t.Fatalf("%d event lists; want only the feed's own (%s)", n, calls)
 	}
+	// A namespace whose caches cannot sync: its lists are refused (a
+	// fast fake could otherwise sync before Watch looks at its context).
+	cs.PrependReactor("list", "*", func(a ktesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "other" {
+			return true, nil, errors.New(`forbidden: User "runner" cannot list in namespace "other"`)
+		}
+		return false, nil, nil
+	})
 	cctx, ccancel := context.WithCancel(ctx)
 	ccancel()
 	other := NewWatcher(cs)
