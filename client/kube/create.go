@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,8 +216,10 @@ func hint(err error) string {
 	switch {
 	case podSecurityRejected(err):
 		return podSecurityHint
+	case apierrors.IsForbidden(err) && (strings.Contains(err.Error(), "exceeded quota") || strings.Contains(err.Error(), "failed quota")):
+		return " (a ResourceQuota of the namespace refused it: see `kubectl describe quota`)"
 	case apierrors.IsForbidden(err):
-		return " (a ResourceQuota or missing RBAC permission; check `kubectl describe quota` and the runner's Role)"
+		return " (a missing RBAC permission: check the Role bound to this identity)"
 	case apierrors.IsAlreadyExists(err):
 		return " (a name collision: run again)"
 	case apierrors.IsInvalid(err):

@@ -24,6 +24,9 @@ Prints a shell completion script for tether's commands and flags
 // completionCommands are the subcommands completion offers.
 const completionCommands = "run attach gc gitlab completion version help"
 
+// gitlabCommands are the subcommands of `tether gitlab`.
+const gitlabCommands = "config prepare run cleanup"
+
 // completionFlagSets returns each subcommand's flags (the same FlagSets
 // the commands parse, so completion never drifts from them).
 func completionFlagSets() map[string]*pflag.FlagSet {
@@ -31,6 +34,7 @@ func completionFlagSets() map[string]*pflag.FlagSet {
 		"run":    newRunFlagSet(&runFlags{}),
 		"attach": newAttachFlagSet(&attachFlags{}),
 		"gc":     newGCFlagSet(&gcFlags{}),
+		"gitlab": newGitlabFlagSet(&gitlabFlags{}),
 	}
 	for _, fs := range sets {
 		markBoolValues(fs)
@@ -96,9 +100,6 @@ _tether() {
         help)
             COMPREPLY=($(compgen -W "` + completionCommands + `" -- "$cur"))
             return ;;
-        gitlab)
-            COMPREPLY=($(compgen -W "config prepare run cleanup --config" -- "$cur"))
-            return ;;
 `)
 	for _, name := range sortedCommands(sets) {
 		var flags, valued []string
@@ -122,6 +123,16 @@ _tether() {
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
     esac
+    if [[ $cmd == gitlab && $cur != -* ]]; then
+        local j
+        for ((j = i + 1; j < COMP_CWORD; j++)); do
+            case ${COMP_WORDS[j]} in ` + strings.ReplaceAll(gitlabCommands, " ", "|") + `) break ;; esac
+        done
+        if ((j == COMP_CWORD)); then
+            COMPREPLY=($(compgen -W "` + gitlabCommands + `" -- "$cur"))
+            return
+        fi
+    fi
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$flags" -- "$cur"))
     else
@@ -141,6 +152,7 @@ func fishCompletion() string {
 	for _, prog := range []string{"tether", "kubectl-tether"} {
 		fmt.Fprintf(&b, "complete -c %s -f -n __fish_use_subcommand -a %q\n", prog, completionCommands)
 		fmt.Fprintf(&b, "complete -c %s -f -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'\n", prog)
+		fmt.Fprintf(&b, "complete -c %s -f -n '__fish_seen_subcommand_from gitlab; and not __fish_seen_subcommand_from %s' -a '%s'\n", prog, gitlabCommands, gitlabCommands)
 		for _, name := range sortedCommands(sets) {
 			sets[name].VisitAll(func(f *pflag.Flag) {
 				line := fmt.Sprintf("complete -c %s -n '__fish_seen_subcommand_from %s' -l %s", prog, name, f.Name)

@@ -31,6 +31,10 @@ func TestBashCompletion(t *testing.T) {
 		{"tether run --read", "--read-only-root"},
 		{"kubectl-tether gc --all", "--all-namespaces"},
 		{"tether attach -", "-n"},
+		{"tether gitlab p", "prepare"},
+		{"tether gitlab --config x.yaml c", "cleanup"},
+		{"tether gitlab prepare --gitlab-helper-i", "--gitlab-helper-image"},
+		{"tether gitlab run --nam", "--namespace"},
 	} {
 		prog := `source "$1"; COMP_WORDS=(` + c.words + `); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _tether; printf '%s\n' "${COMPREPLY[@]}"; complete -p tether kubectl-tether >/dev/null`
 		out, err := exec.Command("bash", "-c", prog, "bash", path).CombinedOutput()
@@ -53,6 +57,10 @@ func TestZshAndFishCompletion(t *testing.T) {
 	fish, _, code := tether(t, dir, "completion", "fish")
 	if code != 0 || !strings.Contains(string(fish), "complete -c tether -n '__fish_seen_subcommand_from run' -l namespace -s n -r") {
 		t.Errorf("completion fish: exit %d\n%s", code, fish)
+	}
+	if !strings.Contains(string(fish), "complete -c tether -f -n '__fish_seen_subcommand_from gitlab; and not __fish_seen_subcommand_from config prepare run cleanup' -a 'config prepare run cleanup'") ||
+		!strings.Contains(string(fish), "complete -c tether -n '__fish_seen_subcommand_from gitlab' -l gitlab-helper-image -r") {
+		t.Errorf("completion fish lacks tether gitlab's subcommands or flags:\n%s", fish)
 	}
 	if _, stderr, code := tether(t, dir, "completion", "tcsh"); code != exitUsage || !strings.Contains(string(stderr), "tcsh") {
 		t.Errorf("completion tcsh: exit %d stderr %q, want %d", code, stderr, exitUsage)

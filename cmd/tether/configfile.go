@@ -52,7 +52,7 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 	for _, key := range keys {
 		fl := fs.Lookup(key)
 		if fl == nil || key == configFlag {
-			return fmt.Errorf("%s: unknown key %q: keys are the long names of %s's flags", path, key, fs.Name())
+			return fmt.Errorf("%s: unknown key %q%s: keys are the long names of %s's flags (%s --help)", path, key, didYouMean(fs, key), fs.Name(), fs.Name())
 		}
 		if fl.Changed {
 			continue // the command line wins

@@ -61,7 +61,9 @@ cpu: 2
 // Bad files get an error naming the file and the key.
 func TestConfigFileErrors(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
-		{"imgae: alpine\n", `unknown key "imgae"`},
+		{"imgae: alpine\n", `unknown key "imgae" (did you mean "image"?)`},
+		{"namespce: ci\n", `unknown key "namespce" (did you mean "namespace"?)`},
+		{"frobnicate: 1\n", `unknown key "frobnicate": keys are the long names of tether run's flags (tether run --help)`},
 		{"config: other.yaml\n", `unknown key "config"`},
 		{"image: [a, b]\n", `key "image" (--image): a list, but the flag takes one value`},
 		{"timeout: soon\n", `key "timeout": invalid value "soon" for --timeout`},

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
@@ -62,6 +65,10 @@ func gitlabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return codes.SystemFailure
 	}
 	pos, err := parseGitlabFlags(&f, args[1:], os.Getenv)
+	if errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprintf(stdout, "%s\nFlags (and config file keys):\n%s", gitlabUsage, newGitlabFlagSet(&gitlabFlags{}).FlagUsages())
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tether gitlab %s: %v\n", sub, err)
 		return codes.SystemFailure

@@ -135,3 +135,11 @@ func (f *gitlabFlags) helperImage(getenv func(string) string) (string, error) {
 	}
 	return image, nil
 }
+
+// where names the driver config for a message: its file, or how to give one.
+func (f *gitlabFlags) where() string {
+	if f.Config == "" {
+		return "a driver config file (--config FILE or $TETHER_CONFIG)"
+	}
+	return f.Config
+}

@@ -47,13 +47,24 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 		return fail("%v", err)
 	}
 	spec.Namespace = pod.Namespace
+	// What the runner's identity may not do fails here, before a pod
+	// exists, with one message, not later in a stage or in cleanup.
+	access, err := checkGitlabAccess(ctx, pod.Client, pod.Namespace)
+	switch {
+	case err != nil:
+		jobLog.Debug("cannot check the runner's permissions; going on", "err", err)
+	case access.Err() != nil:
+		return fail("%v", access.Err())
+	case access.Warning() != "":
+		fmt.Fprintf(stdout, "WARNING: tether: %s\n", access.Warning())
+	}
 	objs, err := kube.Build(spec)
 	if err != nil {
 		return fail("cannot build the job's pod: %v", err)
 	}
 	created, err := kube.Create(ctx, pod.Client, objs, jobLog)
 	if err != nil {
-		return fail("cannot create the job's pod: %v", err)
+		return fail("cannot create the job's pod: %v%s", err, quotaAdvice(err))
 	}
 	fmt.Fprintf(stdout, "tether: pod %s/%s created (image %s); waiting for it to run\n", created.Namespace, created.Name, spec.Image)
 	if err := created.WaitRunning(ctx, kube.WaitOptions{ScheduleTimeout: cfg.ScheduleTimeout}); err != nil {
@@ -81,7 +92,7 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 		spec.Image = cfg.Image
 	}
 	if spec.Image == "" {
-		return spec, fmt.Errorf("the job names no image and the driver config sets no default (image: in %s)", cfg.Config)
+		return spec, fmt.Errorf("the job names no image (image: in its .gitlab-ci.yml) and the driver config sets no default: set image: in %s, or pass --image", cfg.where())
 	}
 	if err := cfg.shapingFlags.apply(&spec); err != nil {
 		return spec, fmt.Errorf("the driver config: %w", err)

@@ -171,8 +171,18 @@ func gitlabCleanup(ctx context.Context, cfg *gitlabFlags, stderr io.Writer, log 
 		err = pod.Delete(ctx)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab cleanup: delete pod %s/%s: %v\n", pod.Namespace, pod.Name, err)
+		// err names the pod and what failed (get or delete).
+		fmt.Fprintf(stderr, "tether gitlab cleanup: %v%s\n", err, rbacAdvice(err))
 		return codes.SystemFailure
 	}
 	return 0
+}
+
+// rbacAdvice is how to grant what the API server refused (err), "" for
+// any other error.
+func rbacAdvice(err error) string {
+	if !apierrors.IsForbidden(err) {
+		return ""
+	}
+	return fmt.Sprintf(" (bind the runner's identity to the Role of %s in this namespace)", gitlab.RBACFile)
 }

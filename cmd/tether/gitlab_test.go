@@ -57,6 +57,8 @@ func TestGitLabBadInput(t *testing.T) {
 	os.WriteFile(noImage, []byte(`{"id": 5, "image": {"name": ""}}`), 0o600)
 	badCfg := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(badCfg, []byte("namespaces: ci\n"), 0o600)
+	nsOnly := filepath.Join(dir, "ns.yaml")
+	os.WriteFile(nsOnly, []byte("namespace: ci\n"), 0o600)
 	relShell := filepath.Join(dir, "shell.yaml")
 	os.WriteFile(relShell, []byte("shell: bash\n"), 0o600)
 	for _, tc := range []struct {
@@ -66,9 +68,10 @@ func TestGitLabBadInput(t *testing.T) {
 	}{
 		{nil, []string{"prepare"}, "JOB_RESPONSE_FILE is not set"},
 		{[]string{"JOB_RESPONSE_FILE=" + filepath.Join(dir, "missing.json")}, []string{"prepare"}, "read the job response"},
-		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"prepare"}, "names no image and the driver config sets no default"},
+		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"prepare"}, "names no image (image: in its .gitlab-ci.yml) and the driver config sets no default: set image: in a driver config file (--config FILE or $TETHER_CONFIG), or pass --image"},
+		{[]string{"JOB_RESPONSE_FILE=" + noImage}, []string{"prepare", "--config", nsOnly}, "set image: in " + nsOnly + ", or pass --image"},
 		{nil, []string{"config", "--config", filepath.Join(dir, "nope.yaml")}, "the driver config: --config: read the config file"},
-		{nil, []string{"config", "--config", badCfg}, `unknown key "namespaces"`},
+		{nil, []string{"config", "--config", badCfg}, `unknown key "namespaces" (did you mean "namespace"?)`},
 		{nil, []string{"config", "--pull-policy", "Sometimes"}, `pull-policy "Sometimes": want Always, IfNotPresent or Never`},
 		{nil, []string{"config", "--builds-dir", "/tether/b"}, `builds-dir "/tether/b" would cover /tether`},
 		{nil, []string{"config", "--gitlab-helper-image", ""}, `gitlab-helper-image is empty`},
@@ -82,6 +85,17 @@ func TestGitLabBadInput(t *testing.T) {
 		out, errb, code := gitlabCLI(t, dir, tc.env, tc.args...)
 		if code != 42 || !strings.Contains(out+errb, tc.want) {
 			t.Errorf("%v: exit %d, output %q %q; want 42 and %q", tc.args, code, out, errb, tc.want)
+		}
+	}
+}
+
+// Every subcommand's --help prints the usage and the settings, exit 0.
+func TestGitLabSubcommandHelp(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"prepare", "--help"}, {"run", "-h"}, {"cleanup", "--help"}, {"config", "--help"}} {
+		out, errb, code := gitlabCLI(t, dir, nil, args...)
+		if code != 0 || errb != "" || !strings.Contains(out, "Usage: tether gitlab") || !strings.Contains(out, "--gitlab-helper-image") {
+			t.Errorf("%v: exit %d stderr %q stdout %q; want 0 and the usage with the flags", args, code, errb, out)
 		}
 	}
 }

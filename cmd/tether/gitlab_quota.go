@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// quotaAdvice is what to change in the driver config when a ResourceQuota
+// refused the job's pod (err from creating it), "" for any other error.
+// The API server's message says which containers lack requests or limits,
+// or what the pod asked for and what is left; this names the settings.
+func quotaAdvice(err error) string {
+	msg := err.Error()
+	if !apierrors.IsForbidden(err) || !strings.Contains(msg, "quota") {
+		return ""
+	}
+	switch {
+	case strings.Contains(msg, "exceeded quota"):
+		return ". The namespace's ResourceQuota has not enough left for this pod (requested, used and limited above): " +
+			"give the containers less (cpu, memory, gitlab-helper-cpu, gitlab-helper-memory, service-cpu, service-memory), " +
+			"raise the quota, or run fewer jobs at once (limit = in config.toml); the system failure makes the runner try again"
+	case strings.Contains(msg, "must specify"):
+		_, containers, _ := strings.Cut(msg, "must specify")
+		var set []string
+		if strings.Contains(containers, kube.BuildContainer) || strings.Contains(containers, kube.InitContainer) {
+			set = append(set, "cpu and memory (the build container; "+kube.InitContainer+" takes the same)")
+		}
+		if strings.Contains(containers, kube.HelperContainer) {
+			set = append(set, "gitlab-helper-cpu and gitlab-helper-memory (the helper container)")
+		}
+		if strings.Contains(containers, "svc-") {
+			set = append(set, "service-cpu and service-memory (the services)")
+		}
+		if len(set) == 0 {
+			set = []string{"cpu and memory, gitlab-helper-cpu and gitlab-helper-memory, service-cpu and service-memory"}
+		}
+		return ". The namespace's ResourceQuota demands requests and limits on every container: set " +
+			strings.Join(set, ", ") + " in the driver config (or the -requests/-limits forms of them)"
+	}
+	return ""
+}
