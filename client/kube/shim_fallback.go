@@ -23,10 +23,22 @@ const replacePoll = 250 * time.Millisecond
 // CreateContainerError (its ErrCreateContainer) and the runtime's own
 // message. What the runtime says:
 const (
-	// imageVolumeMountFailed starts the message of a runtime that has
+	// imageVolumeMountFailed is in the message of a runtime that has
 	// image volumes but could not mount one (the CRI's
-	// ErrImageVolumeMountFailed).
+	// ErrImageVolumeMountFailed): CRI-O from 1.33 starts its message with
+	// it (cri-o/cri-o, server/container_create_linux.go,
+	// addOCIBindMounts), containerd from 2.2 wraps it in mountImageVolume
+	// below.
 	imageVolumeMountFailed = "ImageVolumeMountFailed"
+	// mountImageVolume starts containerd's message (2.1 on) when it
+	// cannot mount an image volume: only image mounts are made at that
+	// step (containerd/containerd, internal/cri/server/container_create.go
+	// and container_image_mount.go, mutateMounts).
+	mountImageVolume = "failed to mount image volume: "
+	// mountImage starts the message of CRI-O 1.31 and 1.32 when it cannot
+	// mount an image volume (cri-o/cri-o, server/container_create_linux.go,
+	// addOCIBindMounts, before ImageVolumeMountFailed).
+	mountImage = "mount image: "
 	// emptyMountSource is in the message of a runtime without image
 	// volumes: it takes the image mount for a bind mount of an empty host
 	// path and cannot create it (containerd 1.6 to 2.0: `failed to
@@ -40,10 +52,7 @@ const (
 	// server/container_create_linux.go, addOCIBindMounts, unchanged from
 	// 1.14 to 1.30; the kubelet reports the runtime's message as is, see
 	// kubernetes/kubernetes, pkg/kubelet/kuberuntime/kuberuntime_container.go,
-	// startContainer). CRI-O with image volumes wraps a mount it cannot
-	// make in ImageVolumeMountFailed (1.33 on; 1.31 and 1.32 say "mount
-	// image: ", left alone: its cause is not a runtime without the
-	// feature).
+	// startContainer).
 	emptyHostPath = "mount.HostPath is empty"
 )
 
@@ -76,13 +85,20 @@ func imageVolumeFailure(spec, pod *corev1.Pod) *imageVolumeError {
 			if !mounts[c.Name] || w == nil || w.Reason != "CreateContainerError" {
 				continue
 			}
-			if strings.HasPrefix(w.Message, imageVolumeMountFailed) || strings.Contains(w.Message, emptyMountSource) ||
-				strings.Contains(w.Message, emptyHostPath) {
+			if imageMountRefused(w.Message) {
 				return &imageVolumeError{pod: pod.Namespace + "/" + pod.Name, container: c.Name, reason: w.Reason, message: w.Message}
 			}
 		}
 	}
 	return nil
+}
+
+// imageMountRefused reports whether msg, a runtime's answer to the
+// kubelet's request to create a container, says that the runtime cannot
+// mount an image volume (see the constants above).
+func imageMountRefused(msg string) bool {
+	return strings.Contains(msg, imageVolumeMountFailed) || strings.HasPrefix(msg, mountImageVolume) ||
+		strings.HasPrefix(msg, mountImage) || strings.Contains(msg, emptyMountSource) || msg == emptyHostPath
 }
 
 // replaceWithFallback deletes the pod, which the container runtime cannot

@@ -59,6 +59,12 @@ func TestImageVolumeFailure(t *testing.T) {
 			waitingStatus("svc-0-db", "CreateContainerError", crioMessage)}}, ""},
 		{"CRI-O, another reason", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
 			waitingStatus(BuildContainer, "RunContainerError", crioMessage)}}, ""},
+		{"containerd 2.2 cannot mount it", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			waitingStatus(BuildContainer, "CreateContainerError", "failed to mount image volume: ImageVolumeMountFailed: failed to resolve image \"helper\": not found")}}, BuildContainer},
+		{"containerd 2.1 cannot mount it", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			waitingStatus(BuildContainer, "CreateContainerError", "failed to mount image volume: failed to resolve image \"helper\": not found")}}, BuildContainer},
+		{"CRI-O 1.31 cannot mount it", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			waitingStatus(BuildContainer, "CreateContainerError", "mount image: image \"registry.example/helper:1\" does not exist locally")}}, BuildContainer},
 		{"mount failed", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
 			waitingStatus(BuildContainer, "CreateContainerError", "ImageVolumeMountFailed: failed to mount image volume")}}, BuildContainer},
 		{"another create error", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
