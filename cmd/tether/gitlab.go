@@ -108,18 +108,18 @@ func gitlabConfigCmd(cfg *gitlabFlags, stdout, stderr io.Writer, codes gitlab.Ex
 	return 0
 }
 
-// gitlabPod returns the job's pod (its container: the build container)
-// and a transport maker for a container of it.
-func gitlabPod(cfg *gitlabFlags, log *slog.Logger) (*kube.Pod, func(kube.TransportOptions) client.Transport, error) {
+// gitlabPod returns the job's pod (its container: the build container),
+// a transport maker for a container of it, and the API server's address.
+func gitlabPod(cfg *gitlabFlags, log *slog.Logger) (*kube.Pod, func(kube.TransportOptions) client.Transport, string, error) {
 	routeKlog(log)
 	rc, ns, cs, err := kubeClients(kube.ConfigOptions{Kubeconfig: cfg.Kubeconfig, Context: cfg.Context, Namespace: cfg.Namespace})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	name, err := gitlab.PodName(os.Getenv)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	pod := &kube.Pod{Client: cs, Namespace: ns, Name: name, Container: kube.BuildContainer, Logger: log}
-	return pod, func(o kube.TransportOptions) client.Transport { return pod.Transport(rc, o) }, nil
+	return pod, func(o kube.TransportOptions) client.Transport { return pod.Transport(rc, o) }, rc.Host, nil
 }

@@ -142,10 +142,10 @@ func TestGitLabQuotaAdvice(t *testing.T) {
 			t.Errorf("%v: advice %q, want none", tc.err, got)
 		}
 	}
-	if a := rbacAdvice(forbidden(`User "x" cannot delete resource "pods"`)); !strings.Contains(a, gitlab.RBACFile) {
-		t.Errorf("rbacAdvice: %q", a)
+	if a := apiAdvice(forbidden(`User "x" cannot delete resource "pods"`)); !strings.Contains(a, gitlab.RBACFile) {
+		t.Errorf("apiAdvice: %q", a)
 	}
-	if a := rbacAdvice(apierrors.NewNotFound(corev1.Resource("pods"), "p")); a != "" {
-		t.Errorf("rbacAdvice of NotFound: %q", a)
+	if a := apiAdvice(apierrors.NewNotFound(corev1.Resource("pods"), "p")); a != "" {
+		t.Errorf("apiAdvice of NotFound: %q", a)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/gitlab"
@@ -42,7 +43,7 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 		return fail("%v", err)
 	}
 	jobLog := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	pod, _, err := gitlabPod(cfg, jobLog)
+	pod, _, server, err := gitlabPod(cfg, jobLog)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -51,6 +52,10 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 	// exists, with one message, not later in a stage or in cleanup.
 	access, err := checkGitlabAccess(ctx, pod.Client, pod.Namespace)
 	switch {
+	case apierrors.IsUnauthorized(err):
+		return fail("%v%s", err, apiAdvice(err))
+	case unreachable(err) && ctx.Err() == nil:
+		return fail("cannot reach the Kubernetes API server at %s (the server of the driver's kubeconfig): %v", server, err)
 	case err != nil:
 		jobLog.Debug("cannot check the runner's permissions; going on", "err", err)
 	case access.Err() != nil:

@@ -37,7 +37,7 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
 		return codes.SystemFailure
 	}
-	pod, transport, err := gitlabPod(cfg, log)
+	pod, transport, _, err := gitlabPod(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
 		return codes.SystemFailure
@@ -153,7 +153,7 @@ func stageOutcome(res client.Result, err error, timeout, stageTimeout time.Durat
 
 // gitlabCleanup deletes the job's pod; a pod that is already gone is fine.
 func gitlabCleanup(ctx context.Context, cfg *gitlabFlags, stderr io.Writer, log *slog.Logger, codes gitlab.ExitCodes) int {
-	pod, _, err := gitlabPod(cfg, log)
+	pod, _, _, err := gitlabPod(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "tether gitlab cleanup: %v\n", err)
 		return codes.SystemFailure
@@ -172,17 +172,9 @@ func gitlabCleanup(ctx context.Context, cfg *gitlabFlags, stderr io.Writer, log 
 	}
 	if err != nil {
 		// err names the pod and what failed (get or delete).
-		fmt.Fprintf(stderr, "tether gitlab cleanup: %v%s\n", err, rbacAdvice(err))
+		fmt.Fprintf(stderr, "tether gitlab cleanup: %v%s\n", err, apiAdvice(err))
 		return codes.SystemFailure
 	}
 	return 0
 }
 
-// rbacAdvice is how to grant what the API server refused (err), "" for
-// any other error.
-func rbacAdvice(err error) string {
-	if !apierrors.IsForbidden(err) {
-		return ""
-	}
-	return fmt.Sprintf(" (bind the runner's identity to the Role of %s in this namespace)", gitlab.RBACFile)
-}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +99,41 @@ func TestGitLabSubcommandHelp(t *testing.T) {
 		out, errb, code := gitlabCLI(t, dir, nil, args...)
 		if code != 0 || errb != "" || !strings.Contains(out, "Usage: tether gitlab") || !strings.Contains(out, "--gitlab-helper-image") {
 			t.Errorf("%v: exit %d stderr %q stdout %q; want 0 and the usage with the flags", args, code, errb, out)
+		}
+	}
+}
+
+// An API server that cannot be reached, or that refuses the credentials,
+// fails prepare before anything else with a message naming the server or
+// saying what to do about the credentials.
+func TestGitLabPrepareAPIServerProblems(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job.json")
+	os.WriteFile(job, []byte(`{"id": 5, "image": {"name": "alpine:3"}}`), 0o600)
+	refusing := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`)
+	}))
+	defer refusing.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	for _, tc := range []struct{ server, want string }{
+		{refusing.URL, "Unauthorized (the API server refused the runner's credentials: the token or certificate of its kubeconfig is wrong or has expired"},
+		{closedURL, "cannot reach the Kubernetes API server at " + closedURL + " (the server of the driver's kubeconfig)"},
+	} {
+		kc := filepath.Join(dir, "kubeconfig")
+		os.WriteFile(kc, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: stale}}]
+contexts: [{name: c, context: {cluster: c, user: u, namespace: ci}}]
+current-context: c
+`, tc.server)), 0o600)
+		out, errb, code := gitlabCLI(t, dir, []string{"JOB_RESPONSE_FILE=" + job}, "prepare", "--kubeconfig", kc, "--gitlab-helper-image", "none")
+		if code != 42 || !strings.Contains(out, "ERROR: tether: ") || !strings.Contains(out, tc.want) {
+			t.Errorf("server %s: exit %d stdout %q stderr %q; want 42 and %q", tc.server, code, out, errb, tc.want)
 		}
 	}
 }

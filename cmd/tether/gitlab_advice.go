@@ -1,12 +1,36 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/gitlab"
 )
+
+// apiAdvice is what to do about an API request the server refused (err)
+// for lack of permission or credentials, "" for any other error.
+func apiAdvice(err error) string {
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Sprintf(" (bind the runner's identity to the Role of %s in this namespace)", gitlab.RBACFile)
+	case apierrors.IsUnauthorized(err):
+		return " (the API server refused the runner's credentials: the token or certificate of its kubeconfig is wrong or has expired; " +
+			"tokens of `kubectl create token` expire within hours: docs/gitlab.md shows a long-lived one)"
+	}
+	return ""
+}
+
+// unreachable reports whether err (from a request to the API server) is
+// not an answer of it: it could not be reached, or its certificate was
+// refused.
+func unreachable(err error) bool {
+	var status apierrors.APIStatus
+	return err != nil && !errors.As(err, &status)
+}
 
 // quotaAdvice is what to change in the driver config when a ResourceQuota
 // refused the job's pod (err from creating it), "" for any other error.
