@@ -177,4 +177,3 @@ func gitlabCleanup(ctx context.Context, cfg *gitlabFlags, stderr io.Writer, log 
 	}
 	return 0
 }
-
