@@ -71,6 +71,7 @@ type shimProc struct {
 	changed chan struct{}
 	exited  chan struct{}
 	exitErr error
+	readEnd chan struct{} // closed when the stdout reader has stopped
 }
 
 type shimOpt func(*exec.Cmd)
@@ -93,21 +94,34 @@ func startShim(t *testing.T, args []string, opts ...shimOpt) *shimProc {
 	for _, o := range opts {
 		o(cmd)
 	}
-	p := &shimProc{t: t, cmd: cmd, stderr: &bytes.Buffer{}, changed: make(chan struct{}, 1), exited: make(chan struct{})}
+	p := &shimProc{t: t, cmd: cmd, stderr: &bytes.Buffer{}, changed: make(chan struct{}, 1),
+		exited: make(chan struct{}), readEnd: make(chan struct{})}
 	cmd.Stderr = &lockedWriter{w: p.stderr, mu: &p.mu}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// The test's own pipe, not StdoutPipe: cmd.Wait closes a StdoutPipe
+	// as soon as the process has exited, and a reader that had not read
+	// the shim's last records yet (a loaded machine) then lost them. This
+	// pipe's reader reads to its end whenever Wait returns.
+	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stdout = stdoutW
 	p.stdin = stdin
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdoutW.Close()
+	if err != nil {
+		stdout.Close()
 		t.Fatalf("start shim: %v", err)
 	}
-	go p.read(stdout)
+	go func() {
+		defer close(p.readEnd)
+		defer stdout.Close()
+		p.read(stdout)
+	}()
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -251,6 +265,13 @@ func (p *shimProc) waitExit(timeout time.Duration) (int, protocol.Exit) {
 	case <-p.exited:
 	case <-time.After(timeout):
 		p.t.Fatalf("shim did not exit within %v", timeout)
+	}
+	// Its stdout ends with it (every process of its PID namespace ends
+	// when it does): the reader has every record then.
+	select {
+	case <-p.readEnd:
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("the shim's stdout did not end within 30s of its exit")
 	}
 	r, _ := p.waitRecord(0, time.Second, ofType(protocol.TypeExit))
 	var x protocol.Exit

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,22 +13,24 @@ import (
 	"github.com/tether-ci/tether/protocol"
 )
 
-// withinOneSecondOf checks that the shim exited within 1 s after due.
-func withinOneSecondOf(t *testing.T, due, exited time.Time) {
+// notBefore checks that the shim did not exit before it was due. How late
+// it exits is not asserted: a loaded machine delays it (make bench
+// measures speed); that it exits for the reason due is.
+func notBefore(t *testing.T, due, exited time.Time) {
 	t.Helper()
-	if late := exited.Sub(due); late > time.Second || late < -100*time.Millisecond {
-		t.Fatalf("exited %v after it was due, want within 1s", late)
+	if early := due.Sub(exited); early > 100*time.Millisecond {
+		t.Fatalf("exited %v before it was due", early)
 	}
 }
 
 func TestDeadlineStopsTheScriptAndExits(t *testing.T) {
 	dir := t.TempDir()
-	s := script(t, dir, "long.sh", "echo started; sleep 30; echo never\n")
+	s := script(t, dir, "long.sh", "echo started; sleep 3600; echo never\n")
 	start := time.Now()
 	p := startShim(t, []string{"--deadline", "1.5", "--grace", "5s"})
 	p.send(run(s))
-	code, x := p.waitExit(10 * time.Second)
-	withinOneSecondOf(t, start.Add(1500*time.Millisecond), time.Now())
+	code, x := p.waitExit(60 * time.Second)
+	notBefore(t, start.Add(1500*time.Millisecond), time.Now())
 	if code != 124 || x.Reason != protocol.ReasonDeadline {
 		t.Fatalf("exit %d %+v, want 124 deadline", code, x)
 	}
@@ -44,8 +47,8 @@ func TestDeadlineKillsAfterGrace(t *testing.T) {
 	start := time.Now()
 	p := startShim(t, []string{"--deadline", "1", "--grace", "500ms"})
 	p.send(run(s))
-	code, _ := p.waitExit(10 * time.Second)
-	withinOneSecondOf(t, start.Add(1500*time.Millisecond), time.Now())
+	code, _ := p.waitExit(60 * time.Second)
+	notBefore(t, start.Add(1500*time.Millisecond), time.Now())
 	st := p.waitStatus(s, time.Second)
 	if code != 124 || st.Signal != "SIGKILL" {
 		t.Fatalf("exit %d status %+v, want 124 and SIGKILL", code, st)
@@ -55,8 +58,8 @@ func TestDeadlineKillsAfterGrace(t *testing.T) {
 func TestDeadlineAsRFC3339(t *testing.T) {
 	due := time.Now().Add(1200 * time.Millisecond)
 	p := startShim(t, []string{"--deadline", due.UTC().Format(time.RFC3339Nano)})
-	code, x := p.waitExit(10 * time.Second)
-	withinOneSecondOf(t, due, time.Now())
+	code, x := p.waitExit(60 * time.Second)
+	notBefore(t, due, time.Now())
 	if code != 124 || x.Reason != protocol.ReasonDeadline {
 		t.Fatalf("exit %d %+v", code, x)
 	}
@@ -68,8 +71,8 @@ func TestTTLAnnotationEndsTheShim(t *testing.T) {
 	created := time.Now().Add(-time.Second).Truncate(time.Second)
 	os.WriteFile(ann, []byte(fmt.Sprintf("other=\"x\"\n%s=\"3\"\n", "cleaner.kubernetes.gitlab.org/ttl")), 0o644)
 	p := startShim(t, []string{"--ttl-file", ann, "--created", created.Format(time.RFC3339)})
-	code, x := p.waitExit(10 * time.Second)
-	withinOneSecondOf(t, created.Add(3*time.Second), time.Now())
+	code, x := p.waitExit(60 * time.Second)
+	notBefore(t, created.Add(3*time.Second), time.Now())
 	if code != 124 || x.Reason != protocol.ReasonTTL {
 		t.Fatalf("exit %d %+v, want 124 ttl", code, x)
 	}
@@ -87,22 +90,30 @@ func TestMalformedTTLIsIgnored(t *testing.T) {
 	}
 }
 
+// Pings go on for twice the idle timeout, each sent once the previous one
+// was answered, so the timeout is far longer than the gap between two
+// pings even on a loaded machine.
 func TestIdleTimeoutAndPingsKeepAlive(t *testing.T) {
-	p := startShim(t, []string{"--idle-timeout", "700ms"})
-	pingsUntil := time.Now().Add(1500 * time.Millisecond)
+	const idle = 2 * time.Second
+	p := startShim(t, []string{"--idle-timeout", idle.String()})
+	pingsUntil := time.Now().Add(2 * idle)
 	var lastPing time.Time
-	for time.Now().Before(pingsUntil) {
-		p.send(protocol.Command{Cmd: protocol.CmdPing, Nonce: "n"})
+	from := 0
+	for n := 0; time.Now().Before(pingsUntil); n++ {
+		nonce := fmt.Sprint("n", n)
+		p.send(protocol.Command{Cmd: protocol.CmdPing, Nonce: nonce})
 		lastPing = time.Now()
-		time.Sleep(200 * time.Millisecond)
+		_, from = p.waitRecord(from, 30*time.Second, func(r rec) bool {
+			return r.Type == protocol.TypeAlive && strings.Contains(string(r.Payload), strconv.Quote(nonce))
+		})
+		select {
+		case <-p.exited:
+			t.Fatal("the shim exited although pings kept arriving")
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	select {
-	case <-p.exited:
-		t.Fatal("the shim exited although pings kept arriving")
-	default:
-	}
-	code, x := p.waitExit(10 * time.Second)
-	withinOneSecondOf(t, lastPing.Add(700*time.Millisecond), time.Now())
+	code, x := p.waitExit(60 * time.Second)
+	notBefore(t, lastPing.Add(idle), time.Now())
 	if code != 125 || x.Reason != protocol.ReasonIdle {
 		t.Fatalf("exit %d %+v, want 125 idle", code, x)
 	}
@@ -123,13 +134,13 @@ func TestIdleTimeoutWaitsForTheRunningScript(t *testing.T) {
 func TestSIGTERMForwardsGraceExit(t *testing.T) {
 	dir := t.TempDir()
 	s := script(t, dir, "term.sh", "trap 'echo cleaning up; exit 7' TERM; echo ready; while :; do sleep 0.05; done\n")
-	p := startShim(t, []string{"--grace", "3s"})
+	// The grace is an hour: the shim exits when the script's trap ends it,
+	// not at the end of the grace.
+	p := startShim(t, []string{"--grace", "1h"})
 	p.send(run(s))
-	p.waitRecord(0, 5*time.Second, func(r rec) bool { return string(r.Payload) == "ready\n" })
-	sent := time.Now()
+	p.waitRecord(0, 30*time.Second, func(r rec) bool { return string(r.Payload) == "ready\n" })
 	p.signal(syscall.SIGTERM)
-	code, x := p.waitExit(10 * time.Second)
-	withinOneSecondOf(t, sent, time.Now())
+	code, x := p.waitExit(60 * time.Second)
 	if code != 143 || x.Reason != protocol.ReasonSignal {
 		t.Fatalf("exit %d %+v, want 143 signal", code, x)
 	}
@@ -152,16 +163,12 @@ func TestStdinEOFModes(t *testing.T) {
 		t.Fatalf("exit %d %+v, want the job's code 4 and stdin-eof", code, x)
 	}
 
+	// --on-stdin-eof wait: the shim does not end at EOF (its final record
+	// would say stdin-eof) but at its idle timeout.
 	w := startShim(t, []string{"--on-stdin-eof", "wait", "--idle-timeout", "1s"})
 	w.stdin.Close()
-	time.Sleep(500 * time.Millisecond)
-	select {
-	case <-w.exited:
-		t.Fatal("--on-stdin-eof wait exited at EOF")
-	default:
-	}
-	if _, x := w.waitExit(5 * time.Second); x.Reason != protocol.ReasonIdle {
-		t.Fatalf("final record %+v, want idle", x)
+	if _, x := w.waitExit(60 * time.Second); x.Reason != protocol.ReasonIdle {
+		t.Fatalf("final record %+v, want idle: --on-stdin-eof wait must not exit at EOF", x)
 	}
 }
 
