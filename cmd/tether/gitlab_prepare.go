@@ -73,6 +73,9 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 	}
 	fmt.Fprintf(stdout, "tether: pod %s/%s created (image %s); waiting for it to run\n", created.Namespace, created.Name, spec.Image)
 	if err := created.WaitRunning(ctx, kube.WaitOptions{ScheduleTimeout: cfg.ScheduleTimeout}); err != nil {
+		if ctx.Err() != nil {
+			return fail("stopped while the job's pod was starting (%v: the job was cancelled, or prepare_exec_timeout passed); cleanup deletes the pod", context.Cause(ctx))
+		}
 		return fail("the job's pod did not start: %v", err)
 	}
 	fmt.Fprintf(stdout, "tether: pod %s/%s is running\n", created.Namespace, created.Name)

@@ -47,6 +47,12 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
 		return codes.SystemFailure
 	}
+	// One read of the pod first: refused credentials or permissions fail
+	// the stage at once, where the attach would retry them for minutes.
+	if _, err := pod.Get(ctx); apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+		fmt.Fprintf(stderr, "tether gitlab run: %v%s\n", err, apiAdvice(err))
+		return codes.SystemFailure
+	}
 	if helper != "" && gitlab.InHelper(stage) {
 		pod.Container = kube.HelperContainer
 	}

@@ -110,6 +110,8 @@ func TestGitLabPrepareAPIServerProblems(t *testing.T) {
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job.json")
 	os.WriteFile(job, []byte(`{"id": 5, "image": {"name": "alpine:3"}}`), 0o600)
+	script := filepath.Join(dir, "script")
+	os.WriteFile(script, []byte("echo hi\n"), 0o700)
 	refusing := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
@@ -134,6 +136,14 @@ current-context: c
 		out, errb, code := gitlabCLI(t, dir, []string{"JOB_RESPONSE_FILE=" + job}, "prepare", "--kubeconfig", kc, "--gitlab-helper-image", "none")
 		if code != 42 || !strings.Contains(out, "ERROR: tether: ") || !strings.Contains(out, tc.want) {
 			t.Errorf("server %s: exit %d stdout %q stderr %q; want 42 and %q", tc.server, code, out, errb, tc.want)
+		}
+		if tc.server != refusing.URL {
+			continue
+		}
+		// A stage too: at once, not after the attach's reconnect timeout.
+		out, errb, code = gitlabCLI(t, dir, []string{"JOB_RESPONSE_FILE=" + job}, "run", "--kubeconfig", kc, "--gitlab-helper-image", "none", script, "step_script")
+		if code != 42 || !strings.Contains(errb, "tether gitlab run: get pod ci/tether-gitlab-r3-j5: Unauthorized (the API server refused the runner's credentials") {
+			t.Errorf("run: exit %d stdout %q stderr %q; want 42 and the credentials' advice", code, out, errb)
 		}
 	}
 }
