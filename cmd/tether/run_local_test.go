@@ -272,15 +272,15 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	cmd, out, errb := startTether(t, dir, "run", "--local", "stubborn.sh")
 	out.waitFor(t, "started\n")
 	_ = cmd.Process.Signal(syscall.SIGINT)
-	time.Sleep(200 * time.Millisecond)
-	start := time.Now()
+	// The second signal once the first is handled (two signals sent
+	// before tether reads one can reach it as one).
+	errb.waitFor(t, "cancelling the job")
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	_ = cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		t.Fatalf("exit %d, want 130; stderr %s", code, errb.String())
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("second signal took %s to exit", d)
+	// 130 is the second signal's exit: the graceful cancel of a script
+	// that ignores TERM would end with the shim's kill after its grace.
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(errb.String(), "again: exiting now") {
+		t.Fatalf("exit %d, want 130 from the second signal; stderr %s", code, errb.String())
 	}
 }
 
@@ -303,7 +303,7 @@ func (b *lockedBuf) String() string {
 
 func (b *lockedBuf) waitFor(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(b.String(), s) {
 		if time.Now().After(deadline) {
 			t.Fatalf("never saw %q; got %q", s, b.String())
@@ -314,17 +314,15 @@ func (b *lockedBuf) waitFor(t *testing.T, s string) {
 
 func TestRunLocalTimeoutStopsTheJob(t *testing.T) {
 	dir := t.TempDir()
+	// Ending at the timeout, not the script's end (exit 0 after 30 s),
+	// gives the deadline's exit code.
 	writeScript(t, dir, "slow.sh", "echo started\nsleep 30\n")
-	start := time.Now()
 	stdout, stderr, code := tether(t, dir, "run", "--local", "--timeout", "1s", "slow.sh")
 	if code != 124 || string(stdout) != "started\n" {
 		t.Fatalf("exit %d stdout %q stderr %s, want 124 (deadline)", code, stdout, stderr)
 	}
 	if !strings.Contains(string(stderr), "deadline") {
 		t.Fatalf("stderr does not say why: %s", stderr)
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Fatalf("took %s", d)
 	}
 }
 
