@@ -1,0 +1,208 @@
+package shim_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/tether-ci/tether/protocol"
+)
+
+// unreadIn returns the bytes waiting in the pipe f is an end of.
+func unreadIn(t *testing.T, f *os.File) int {
+	t.Helper()
+	sc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	var errno syscall.Errno
+	if err := sc.Control(func(fd uintptr) {
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+	}); err != nil || errno != 0 {
+		t.Fatalf("FIONREAD: %v %v", err, errno)
+	}
+	return int(n)
+}
+
+// settled waits until the unread bytes of f's pipe stay the same for a
+// while and returns them.
+func settled(t *testing.T, f *os.File) int {
+	t.Helper()
+	last := -1
+	for stable := 0; stable < 4; {
+		time.Sleep(50 * time.Millisecond)
+		n := unreadIn(t, f)
+		if n == last {
+			stable++
+		} else {
+			stable = 0
+		}
+		last = n
+	}
+	return last
+}
+
+// More resumes than the shim keeps pile up while its stdout is blocked (a
+// replay stalled in a full pipe, the client's connections breaking one
+// after another): the shim says so on stderr, answers the one asking for
+// the earliest offset and the newest ones, and the records after the
+// answers run from the earliest offset to the end without a gap.
+func TestResumesPilingUpCollapse(t *testing.T) {
+	const piled = 300 // over the shim's bound of 256
+	dir := t.TempDir()
+	cmd := exec.Command(shimBin, "--replay-bytes=33554432")
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	stdinR, stdin, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stdoutW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdinR.Close()
+	stdoutW.Close()
+	t.Cleanup(func() {
+		stdin.Close()
+		stdout.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if b, _ := os.ReadFile(stderr.Name()); t.Failed() {
+			t.Logf("shim stderr:\n%s", tail(b, 4000))
+		}
+	})
+	send := func(c protocol.Command) {
+		t.Helper()
+		line, err := protocol.AppendCommand(nil, c)
+		if err == nil {
+			_, err = stdin.Write(line)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dec := protocol.NewDecoder(stdout)
+	next := func() protocol.Record {
+		t.Helper()
+		r, err := dec.Next()
+		if err != nil {
+			t.Fatalf("record stream: %v", err)
+		}
+		r.Payload = bytes.Clone(r.Payload)
+		return r
+	}
+
+	s := script(t, dir, "big.sh", "yes 'a line of the job output' | head -c 8388608\n")
+	send(run(s))
+	original := map[int64]protocol.Record{}
+	var end int64
+	for {
+		r := next()
+		original[r.Seq] = r
+		end = r.Next()
+		if r.Type == protocol.TypeStatus {
+			break
+		}
+	}
+	resumed := func(r protocol.Record) string {
+		t.Helper()
+		var ans protocol.Resumed
+		if r.Type != protocol.TypeResumed || json.Unmarshal(r.Payload, &ans) != nil || ans.Error != "" {
+			t.Fatalf("record %s %q, want a resumed record without error", r.Type, r.Payload)
+		}
+		return ans.Nonce
+	}
+
+	// A replay from 0 fills the pipe nobody reads; the shim then waits in
+	// its write, and the resumes pile up behind it.
+	send(protocol.Command{Cmd: protocol.CmdResume, Nonce: "a", From: 0})
+	if n := resumed(next()); n != "a" {
+		t.Fatalf("resumed %q, want a", n)
+	}
+	if settled(t, stdout) == 0 {
+		t.Fatal("test setup: the replay does not fill stdout's pipe")
+	}
+	var mid int64
+	for seq := range original {
+		if seq <= end/2 && seq > mid {
+			mid = seq
+		}
+	}
+	send(protocol.Command{Cmd: protocol.CmdResume, Nonce: "n0", From: 0})
+	for i := 1; i < piled; i++ {
+		send(protocol.Command{Cmd: protocol.CmdResume, Nonce: fmt.Sprint("n", i), From: mid})
+	}
+	if n := settled(t, stdin); n != 0 {
+		t.Fatalf("test setup: the shim left %d bytes of the resumes unread", n)
+	}
+
+	// The first replay goes on until the answers; they come together, and
+	// the records after them run from 0 (n0's offset) to the end.
+	want := int64(0)
+	var answered []string
+	for restarted := false; want < end || !restarted; {
+		r := next()
+		if !r.Type.Sequenced() {
+			if restarted {
+				t.Fatalf("a %s record after the replay restarted", r.Type)
+			}
+			answered = append(answered, resumed(r))
+			continue
+		}
+		if len(answered) > 0 && !restarted {
+			restarted, want = true, 0
+		}
+		if !restarted && r.Next() >= end {
+			t.Fatal("the first replay ended without answering the piled-up resumes")
+		}
+		checkReplayed(t, original, r, want)
+		want = r.Next()
+	}
+	kept := []string{"n0"}
+	for i := 256; i < piled; i++ {
+		kept = append(kept, fmt.Sprint("n", i))
+	}
+	if !slices.Equal(answered, kept) {
+		t.Fatalf("answered %d resumes %v; want the earliest offset's and the newest: %v", len(answered), answered, kept)
+	}
+
+	send(protocol.Command{Cmd: protocol.CmdExit})
+	for {
+		if r := next(); r.Type == protocol.TypeExit {
+			break
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the shim did not exit after the exit command")
+	}
+	b, err := os.ReadFile(stderr.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "resume commands piled up unanswered") || !strings.Contains(string(b), "dropped=255") {
+		t.Fatalf("the shim did not say the resumes collapsed; stderr:\n%s", tail(b, 2000))
+	}
+}
