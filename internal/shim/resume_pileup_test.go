@@ -2,6 +2,7 @@ package shim_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -55,10 +56,10 @@ func settled(t *testing.T, f *os.File) int {
 // More resumes than the shim keeps pile up while its stdout is blocked (a
 // replay stalled in a full pipe, the client's connections breaking one
 // after another): the shim says so on stderr, answers the one asking for
-// the earliest offset and the newest ones, and the records after the
-// answers run from the earliest offset to the end without a gap.
+// the earliest offset and the newest, and the records after the answers
+// run from the earliest offset to the end without a gap.
 func TestResumesPilingUpCollapse(t *testing.T) {
-	const piled = 300 // over the shim's bound of 256
+	const piled = 1000 // well over the shim's bound of 256
 	dir := t.TempDir()
 	cmd := exec.Command(shimBin, "--replay-bytes=33554432")
 	stderr, err := os.Create(filepath.Join(dir, "stderr"))
@@ -147,42 +148,46 @@ func TestResumesPilingUpCollapse(t *testing.T) {
 			mid = seq
 		}
 	}
-	send(protocol.Command{Cmd: protocol.CmdResume, Nonce: "n0", From: 0})
-	for i := 1; i < piled; i++ {
-		send(protocol.Command{Cmd: protocol.CmdResume, Nonce: fmt.Sprint("n", i), From: mid})
+	from := map[string]int64{}
+	for i := range piled {
+		nonce := fmt.Sprint("n", i)
+		from[nonce] = mid
+		if i == 0 {
+			from[nonce] = 0
+		}
+		send(protocol.Command{Cmd: protocol.CmdResume, Nonce: nonce, From: from[nonce]})
 	}
 	if n := settled(t, stdin); n != 0 {
 		t.Fatalf("test setup: the shim left %d bytes of the resumes unread", n)
 	}
 
-	// The first replay goes on until the answers; they come together, and
-	// the records after them run from 0 (n0's offset) to the end.
-	want := int64(0)
+	// Every batch of answers is followed by the records from the smallest
+	// offset they asked for, or from where the replay was when that is
+	// earlier, to the end, without a gap.
+	want, batch := int64(0), int64(-1)
 	var answered []string
-	for restarted := false; want < end || !restarted; {
+	for want < end || batch >= 0 {
 		r := next()
 		if !r.Type.Sequenced() {
-			if restarted {
-				t.Fatalf("a %s record after the replay restarted", r.Type)
+			n := resumed(r)
+			answered = append(answered, n)
+			if batch < 0 || from[n] < batch {
+				batch = from[n]
 			}
-			answered = append(answered, resumed(r))
 			continue
 		}
-		if len(answered) > 0 && !restarted {
-			restarted, want = true, 0
-		}
-		if !restarted && r.Next() >= end {
-			t.Fatal("the first replay ended without answering the piled-up resumes")
+		if batch >= 0 {
+			want, batch = min(want, batch), -1
 		}
 		checkReplayed(t, original, r, want)
 		want = r.Next()
 	}
-	kept := []string{"n0"}
-	for i := 256; i < piled; i++ {
-		kept = append(kept, fmt.Sprint("n", i))
-	}
-	if !slices.Equal(answered, kept) {
-		t.Fatalf("answered %d resumes %v; want the earliest offset's and the newest: %v", len(answered), answered, kept)
+	// The earliest offset's resume and the newest are answered, in the
+	// order they came; most of the others are not.
+	newest := fmt.Sprint("n", piled-1)
+	if !slices.Contains(answered, "n0") || !slices.Contains(answered, newest) || len(answered) > piled/2 ||
+		!slices.IsSortedFunc(answered, func(a, b string) int { return cmp.Compare(len(a), len(b))*2 + cmp.Compare(a, b) }) {
+		t.Fatalf("answered %d resumes %v; want n0, %s and few others, in order", len(answered), answered, newest)
 	}
 
 	send(protocol.Command{Cmd: protocol.CmdExit})
@@ -202,7 +207,7 @@ func TestResumesPilingUpCollapse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "resume commands piled up unanswered") || !strings.Contains(string(b), "dropped=255") {
+	if !strings.Contains(string(b), "resume commands piled up unanswered") || !strings.Contains(string(b), "dropped=") {
 		t.Fatalf("the shim did not say the resumes collapsed; stderr:\n%s", tail(b, 2000))
 	}
 }
