@@ -12,8 +12,14 @@ import (
 // "1m"); 0 means "not set" (Kubernetes' default applies).
 type graceFlag time.Duration
 
-// String returns the value as a Go duration ("0s" when unset).
-func (g *graceFlag) String() string { return time.Duration(*g).String() }
+// String returns the value as a Go duration ("" when unset, so the help
+// text shows no default of its own beside Kubernetes').
+func (g *graceFlag) String() string {
+	if *g == 0 {
+		return ""
+	}
+	return time.Duration(*g).String()
+}
 
 // Type names the value in the help text.
 func (g *graceFlag) Type() string { return "SECONDS|DURATION" }

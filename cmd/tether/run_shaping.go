@@ -49,14 +49,14 @@ func registerShapingFlags(fs *pflag.FlagSet, f *shapingFlags) {
 	fs.StringVar(&f.ServiceAccount, "service-account", "", "run the pod as this service account (Kubernetes)")
 	f.ServiceResources.prefix = "service-"
 	f.ServiceResources.register(fs, "each service container")
-	fs.Var(&f.Services, "service", "a service sidecar `IMAGE[=ALIAS[,ALIAS…]]` the scripts reach on localhost and under its aliases (repeatable) (Kubernetes)")
+	fs.Var(&f.Services, "service", "a service sidecar `IMAGE[=ALIAS[,ALIAS...]]` the scripts reach on localhost and under its aliases (repeatable) (Kubernetes)")
 	fs.Var(&f.Volumes, "volume", "mount a volume in the build container: `pvc:CLAIM:PATH`, hostpath:HOSTPATH:PATH, emptydir:PATH, emptydir-memory:PATH, configmap:NAME:PATH or secret:NAME:PATH, each with an optional :ro (repeatable) (Kubernetes)")
 	fs.Var(&f.Labels, "label", "pod label `K=V` (repeatable) (Kubernetes)")
 	fs.Var(&f.Annotations, "annotation", "pod annotation `K=V` (repeatable) (Kubernetes)")
 	fs.StringVar(&f.PodPatch, "pod-patch", "", "patch the pod last with this `FILE` (YAML or JSON): a strategic merge patch, or a JSON patch (RFC 6902) when it is a list; a patch that changes the shim's command, its stdin, Tether's volumes, labels or init container is refused (Kubernetes)")
 	fs.Var(&f.TerminationGrace, "termination-grace-period", "how long the pod's containers get from SIGTERM to SIGKILL when the pod is deleted (a service that ignores SIGTERM keeps the pod terminating this long): whole seconds (30) or a duration (30s, 2m); the pod's terminationGracePeriodSeconds and the grace of tether's delete (default: Kubernetes', 30s) (Kubernetes)")
 	fs.StringVar(&f.PodPatchType, "pod-patch-type", "", "`TYPE` of --pod-patch: strategic or json (default: json when the patch is a list, else strategic) (Kubernetes)")
-	fs.StringVar(&f.ShimFrom, "shim-from", string(kube.ShimFromInit), "how the build container gets tether-shim from --helper-image: `init` (an init container copies it) or image (mounted as an image volume: no init container, the build container starts sooner; needs Kubernetes' ImageVolume feature, on by default from 1.35, and a runtime that supports it; where the API server drops image volumes, or the runtime cannot mount them, an init container is used) (Kubernetes)")
+	fs.StringVar(&f.ShimFrom, "shim-from", string(kube.ShimFromInit), "how the build container gets tether-shim from --helper-image, `MODE` init (an init container copies it) or image (mounted as an image volume: no init container, the build container starts sooner; needs Kubernetes' ImageVolume feature, on by default from 1.35, and a runtime that supports it; where the API server drops image volumes, or the runtime cannot mount them, an init container is used) (Kubernetes)")
 }
 
 // any reports whether a pod-shaping flag was given.
@@ -179,8 +179,8 @@ type resourceFlags struct {
 func (r *resourceFlags) register(fs *pflag.FlagSet, what string) {
 	fs.StringVar(&r.CPU, r.prefix+"cpu", "", "CPU of "+what+", as request and limit (e.g. 500m, 2) (Kubernetes)")
 	fs.StringVar(&r.Memory, r.prefix+"memory", "", "memory of "+what+", as request and limit (e.g. 512Mi) (Kubernetes)")
-	fs.StringVar(&r.Requests, r.prefix+"requests", "", "resource requests of "+what+", `cpu=…,memory=…` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
-	fs.StringVar(&r.Limits, r.prefix+"limits", "", "resource limits of "+what+", `cpu=…,memory=…` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
+	fs.StringVar(&r.Requests, r.prefix+"requests", "", "resource requests of "+what+", `cpu=...,memory=...` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
+	fs.StringVar(&r.Limits, r.prefix+"limits", "", "resource limits of "+what+", `cpu=...,memory=...` (over --"+r.prefix+"cpu/--"+r.prefix+"memory) (Kubernetes)")
 }
 
 // any reports whether one of the four flags was given.
