@@ -68,6 +68,13 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 		return fail("cannot build the job's pod: %v", err)
 	}
 	created, err := kube.Create(ctx, pod.Client, objs, jobLog)
+	if apierrors.IsAlreadyExists(err) {
+		fmt.Fprintf(stdout, "tether: pod %s/%s is left from an earlier prepare of this job; replacing it\n", pod.Namespace, pod.Name)
+		if err := removeLeftover(ctx, pod); err != nil {
+			return fail("%v", err)
+		}
+		created, err = kube.Create(ctx, pod.Client, objs, jobLog)
+	}
 	if err != nil {
 		return fail("cannot create the job's pod: %v%s", err, quotaAdvice(err))
 	}

@@ -24,8 +24,9 @@ import (
 // TestGitLabDriverWithItsRBAC: the driver does a whole job as the service
 // account of deploy/gitlab/rbac.yaml, applied as docs/gitlab.md says (its
 // namespace replaced), with a kubeconfig holding that account's token, not
-// as cluster-admin: prepare (no warning about permissions), a stage in the
-// build container and one in the helper container, cleanup. The same
+// as cluster-admin: prepare (no warning about permissions), prepare again
+// (the runner's retry: the pod left is replaced), a stage in the helper
+// container and one in the build container, cleanup. The same
 // Role without pods/attach fails prepare at once, as a system failure
 // naming the identity and the missing verbs, before any pod exists.
 func TestGitLabDriverWithItsRBAC(t *testing.T) {
@@ -41,6 +42,20 @@ func TestGitLabDriverWithItsRBAC(t *testing.T) {
 	if code != 0 || strings.Contains(out, "WARNING: tether") {
 		t.Fatalf("prepare as %s: exit %d\n%s", sa.Name, code, out)
 	}
+	podName := "tether-gitlab-r7-j" + r.jobID
+	first, err := c.Client.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The runner tries prepare again after a failed one (cleanup between,
+	// whose delete may still be under way): the pod left is replaced.
+	out, code = r.as(ctx, kc, "prepare")
+	if code != 0 || !strings.Contains(out, "is left from an earlier prepare of this job; replacing it") {
+		t.Fatalf("prepare again as %s: exit %d\n%s", sa.Name, code, out)
+	}
+	if again, err := c.Client.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{}); err != nil || again.UID == first.UID {
+		t.Fatalf("after the second prepare: %v, UID %s (first %s); want a new pod", err, again.GetUID(), first.UID)
+	}
 	for _, s := range []struct{ stage, body, want string }{
 		{"get_sources", "git --version >/dev/null && echo helper-ok\n", "helper-ok"},
 		{"step_script", "echo build-ok\n", "build-ok"},
@@ -53,7 +68,6 @@ func TestGitLabDriverWithItsRBAC(t *testing.T) {
 	if out, code := r.as(ctx, kc, "cleanup"); code != 0 {
 		t.Fatalf("cleanup as %s: exit %d\n%s", sa.Name, code, out)
 	}
-	podName := "tether-gitlab-r7-j" + r.jobID
 	c.WaitFor(ctx, t, "pod "+podName+" deleted", func(ctx context.Context) (bool, error) {
 		_, err := c.Client.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), ignoreNotFound(err)
