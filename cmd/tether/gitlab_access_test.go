@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/gitlab"
 )
 
@@ -147,5 +148,23 @@ func TestGitLabQuotaAdvice(t *testing.T) {
 	}
 	if a := apiAdvice(apierrors.NewNotFound(corev1.Resource("pods"), "p")); a != "" {
 		t.Errorf("apiAdvice of NotFound: %q", a)
+	}
+}
+
+// An image that cannot be pulled is named with the setting it comes from,
+// in both forms the wait reports it (from an event, from the status).
+func TestGitLabPullAdvice(t *testing.T) {
+	spec := kube.Spec{Image: "golang:1.26", HelperImage: "ghcr.io/tether-ci/tether-shim:v1", Helper: &kube.Helper{Image: "gitlab-helper:x"}}
+	for _, tc := range []struct{ err, want string }{
+		{"the image of spec.initContainers{tether-init} of pod ci/p cannot be pulled: ErrImagePull", "ghcr.io/tether-ci/tether-shim:v1 is helper-image"},
+		{"image gitlab-helper:x of container helper cannot be pulled: ImagePullBackOff", `gitlab-helper:x is gitlab-helper-image (git and gitlab-runner-helper`},
+		{"the image of spec.containers{build} of pod ci/p cannot be pulled: ErrImageNeverPull", "golang:1.26 is the job's image (image: in .gitlab-ci.yml"},
+		{"image redis:7 of container svc-0-redis cannot be pulled: ErrImagePull", "one of the job's services"},
+		{"pod ci/p stayed unschedulable for 2m0s", ""},
+	} {
+		got := pullAdvice(errors.New(tc.err), spec)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%q: advice %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

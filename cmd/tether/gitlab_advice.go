@@ -66,3 +66,26 @@ func quotaAdvice(err error) string {
 	}
 	return ""
 }
+
+// pullAdvice names the setting behind the image that could not be pulled
+// (err from waiting for the job's pod), "" for any other error.
+func pullAdvice(err error, spec kube.Spec) string {
+	msg := err.Error()
+	if !strings.Contains(msg, "cannot be pulled") {
+		return ""
+	}
+	in := func(container string) bool {
+		return strings.Contains(msg, "{"+container+"}") || strings.Contains(msg, "container "+container+" ")
+	}
+	switch {
+	case in(kube.InitContainer):
+		return fmt.Sprintf(". %s is helper-image, the tether-shim image of the driver's version: mirror it into a registry the nodes can pull from, or import it on each node (docs/images.md), and set helper-image to it", spec.HelperImage)
+	case spec.Helper != nil && in(kube.HelperContainer):
+		return fmt.Sprintf(". %s is gitlab-helper-image (git and gitlab-runner-helper for sources, caches and artifacts; the default is GitLab's registry.gitlab.com image): set it to an image the nodes can pull, or %q to run every stage in the build container", spec.Helper.Image, gitlabNoHelper)
+	case in(kube.BuildContainer):
+		return fmt.Sprintf(". %s is the job's image (image: in .gitlab-ci.yml, else image: of the driver config): check its name, and pull-secret for a private registry", spec.Image)
+	case strings.Contains(msg, "svc-"):
+		return ". It is one of the job's services (services: in .gitlab-ci.yml): check its name, and pull-secret for a private registry"
+	}
+	return ""
+}

@@ -83,7 +83,7 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 		if ctx.Err() != nil {
 			return fail("stopped while the job's pod was starting (%v: the job was cancelled, or prepare_exec_timeout passed); cleanup deletes the pod", context.Cause(ctx))
 		}
-		return fail("the job's pod did not start: %v", err)
+		return fail("the job's pod did not start: %v%s", err, pullAdvice(err, spec))
 	}
 	fmt.Fprintf(stdout, "tether: pod %s/%s is running\n", created.Namespace, created.Name)
 	return 0
