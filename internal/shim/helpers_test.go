@@ -218,10 +218,18 @@ func (p *shimProc) sendRaw(s string) {
 
 func run(path string) protocol.Command { return protocol.Command{Cmd: protocol.CmdRun, Script: path} }
 
+// patience is the least time a wait of these tests allows: a wait's
+// timeout only bounds how long a failing test takes, and a 2-core machine
+// busy with -race builds and other packages' tests can hold a shim or its
+// script back for seconds.
+const patience = time.Minute
+
 // waitRecord waits until a record matching match has arrived after index
-// from, and returns it with its index.
+// from, and returns it with its index. It fails the test after timeout
+// (at least patience).
 func (p *shimProc) waitRecord(from int, timeout time.Duration, match func(rec) bool) (rec, int) {
 	p.t.Helper()
+	timeout = max(timeout, patience)
 	deadline := time.After(timeout)
 	for {
 		p.mu.Lock()
@@ -257,10 +265,11 @@ func (p *shimProc) waitStatus(script string, timeout time.Duration) protocol.Sta
 	return r.status(p.t)
 }
 
-// waitExit waits for the process to exit and returns its exit code and the
-// final record.
+// waitExit waits (at least patience) for the process to exit and returns
+// its exit code and the final record.
 func (p *shimProc) waitExit(timeout time.Duration) (int, protocol.Exit) {
 	p.t.Helper()
+	timeout = max(timeout, patience)
 	select {
 	case <-p.exited:
 	case <-time.After(timeout):
