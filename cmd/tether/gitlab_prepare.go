@@ -96,7 +96,7 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(string) string) (kube.Spec, error) {
 	spec := kube.Spec{
 		Name: name, JobID: name,
-		Image: job.Image.Name, HelperImage: cfg.HelperImage, Serve: true,
+		Image: gitlab.Expand(getenv, job.Image.Name), HelperImage: cfg.HelperImage, Serve: true,
 		Timeout: job.Timeout(), PullPolicy: corev1.PullPolicy(cfg.PullPolicy),
 		IdleTimeout: cfg.IdleTimeout,
 	}
@@ -128,9 +128,9 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 		if s.Name == "" {
 			return spec, fmt.Errorf("service %d of the job has no name (image)", i)
 		}
-		svc := kube.Service{Image: s.Name, Command: s.Entrypoint, Args: s.Command, Env: map[string]string{}, Resources: svcResources}
-		if s.Alias != "" {
-			svc.Aliases = []string{s.Alias}
+		svc := kube.Service{Image: gitlab.Expand(getenv, s.Name), Command: s.Entrypoint, Args: s.Command, Env: map[string]string{}, Resources: svcResources}
+		if alias := gitlab.Expand(getenv, s.Alias); alias != "" {
+			svc.Aliases = []string{alias}
 		}
 		for _, v := range s.Variables {
 			svc.Env[v.Key] = v.Value

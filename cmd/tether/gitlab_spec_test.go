@@ -195,3 +195,24 @@ func TestGitLabStageOutcome(t *testing.T) {
 		}
 	}
 }
+
+// The job's image and its services' names and aliases may use job
+// variables; the pod gets them expanded, as GitLab's own executors do.
+func TestGitLabSpecExpandsVariables(t *testing.T) {
+	cfg := gitlabTestFlags(t, "--gitlab-helper-image", "none")
+	job := &gitlab.Job{Image: gitlab.Image{Name: "$CI_REGISTRY_IMAGE/build:${TAG}"},
+		Services: []gitlab.Service{{Name: "${CI_DEPENDENCY_PROXY_GROUP_IMAGE_PREFIX}/postgres:16", Alias: "db-$TAG"}}}
+	env := map[string]string{"CUSTOM_ENV_CI_REGISTRY_IMAGE": "registry.example.com/g/p", "CUSTOM_ENV_TAG": "7",
+		"CUSTOM_ENV_CI_DEPENDENCY_PROXY_GROUP_IMAGE_PREFIX": "gitlab.example.com:443/g/dependency_proxy/containers"}
+	spec, err := gitlabSpec(cfg, job, "tether-gitlab-r1-j5", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Image != "registry.example.com/g/p/build:7" {
+		t.Errorf("image %q", spec.Image)
+	}
+	if len(spec.Services) != 1 || spec.Services[0].Image != "gitlab.example.com:443/g/dependency_proxy/containers/postgres:16" ||
+		len(spec.Services[0].Aliases) != 1 || spec.Services[0].Aliases[0] != "db-7" {
+		t.Errorf("services %+v", spec.Services)
+	}
+}

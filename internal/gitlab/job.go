@@ -107,3 +107,14 @@ func sanitize(s string) string {
 	}
 	return b.String()
 }
+
+// Expand replaces $NAME and ${NAME} in s with the job variable NAME (its
+// CUSTOM_ENV_ variable; empty when unset), as GitLab Runner expands the
+// job's image and service names and aliases for its own executors (the
+// job response carries them as written in .gitlab-ci.yml).
+func Expand(getenv func(string) string, s string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	return os.Expand(s, func(name string) string { return Env(getenv, name) })
+}

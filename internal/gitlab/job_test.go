@@ -52,3 +52,18 @@ func TestPodNameAndStages(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+// Image and service names may use job variables, as in .gitlab-ci.yml.
+func TestExpand(t *testing.T) {
+	env := map[string]string{"CUSTOM_ENV_CI_REGISTRY": "registry.example.com", "CUSTOM_ENV_TAG": "1.2"}
+	getenv := func(k string) string { return env[k] }
+	for in, want := range map[string]string{
+		"$CI_REGISTRY/app:${TAG}": "registry.example.com/app:1.2",
+		"alpine:3":                "alpine:3",
+		"x:$UNSET":                "x:",
+	} {
+		if got := Expand(getenv, in); got != want {
+			t.Errorf("Expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
