@@ -30,8 +30,9 @@ Settings are flags, or keys of the YAML file --config FILE (default
 $TETHER_CONFIG; the command line wins), named as tether run's flags:
 namespace, kubeconfig, context, image (for jobs without one), helper-image,
 gitlab-helper-image (git, caches, artifacts; "none": all in the build
-container), pull-policy, idle-timeout, ttl-margin, builds-dir, cache-dir, shell (default
-/bin/bash: runs every stage script), and the pod shaping of tether run: cpu,
+container), pull-policy, idle-timeout, ttl-margin, builds-dir, cache-dir, shell (runs
+every stage script; default: bash where the container has it, else sh), and
+the pod shaping of tether run: cpu,
 memory, requests, limits, node-selector, toleration, pull-secret,
 service-account, service, volume, label, annotation, pod-patch,
 pod-patch-type, termination-grace-period (GitLab's

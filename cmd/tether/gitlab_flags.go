@@ -40,6 +40,8 @@ type gitlabFlags struct {
 	// Shell runs every stage script (absolute path in the job image),
 	// whatever its #! line says: the runner's scripts start with
 	// #!/usr/bin/env bash, which images without /usr/bin/env cannot run.
+	// Empty: bash where the container has it, else sh (the shim's choice
+	// for a script without #!), as GitLab's Kubernetes executor does.
 	Shell string
 }
 
@@ -64,7 +66,7 @@ func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
 	fs.DurationVar(&f.TTLMargin, "ttl-margin", kube.DefaultTTLMargin, "the pod's TTL (after which tether gc deletes it) is the job's timeout plus this (no timeout: 24h)")
 	fs.StringVar(&f.BuildsDir, "builds-dir", "/builds", "builds_dir: where the project is checked out, a volume shared by the build and helper containers")
 	fs.StringVar(&f.CacheDir, "cache-dir", "/cache", "cache_dir: where caches are kept, a volume shared by the build and helper containers")
-	fs.StringVar(&f.Shell, "shell", "/bin/bash", "runs every stage script, whatever its #! line (absolute path in the images)")
+	fs.StringVar(&f.Shell, "shell", "", "runs every stage script, whatever its #! line (absolute path in the images; default: bash where the container has it, else sh, as GitLab's Kubernetes executor)")
 	return fs
 }
 
@@ -87,7 +89,7 @@ func parseGitlabFlags(f *gitlabFlags, args []string, getenv func(string) string)
 
 // validate checks the settings; every error names its setting.
 func (f *gitlabFlags) validate() error {
-	if !strings.HasPrefix(f.Shell, "/") {
+	if f.Shell != "" && !strings.HasPrefix(f.Shell, "/") {
 		return fmt.Errorf("shell %q must be an absolute path in the job image", f.Shell)
 	}
 	for name, dir := range map[string]string{"builds-dir": f.BuildsDir, "cache-dir": f.CacheDir} {

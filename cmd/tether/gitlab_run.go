@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -98,6 +99,9 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 // runner ignores.
 func gitlabStageJob(stage string, content []byte, job *gitlab.Job, cfg *gitlabFlags, getenv func(string) string) (client.Job, string) {
 	target := path.Join(kube.FilesDir, stage)
+	if cfg.Shell == "" {
+		content = withoutInterpreter(content)
+	}
 	j := client.Job{
 		ID:      stage + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		Scripts: []string{target},
@@ -144,6 +148,11 @@ func stageOutcome(res client.Result, err error, timeout, stageTimeout time.Durat
 		out.code = 1
 	}
 	for _, st := range res.Statuses {
+		if st.Error != "" && st.CommandExitCode != 0 {
+			// The shim could not run the script (its shell missing, say):
+			// the script wrote nothing to say so.
+			out.note = fmt.Sprintf("stage %s: %s", stage, st.Error)
+		}
 		if st.OOMKilled {
 			out.note = fmt.Sprintf("stage %s was killed: %s", stage, oomText(st.MemoryLimit))
 		}
@@ -182,4 +191,18 @@ func gitlabCleanup(ctx context.Context, cfg *gitlabFlags, stderr io.Writer, log 
 		return codes.SystemFailure
 	}
 	return 0
+}
+
+// withoutInterpreter blanks the script's #! line (the runner writes
+// #!/usr/bin/env bash), keeping the line numbers: the shim then runs it
+// with bash where the container has it, else sh, as GitLab's Kubernetes
+// executor does, so images without bash (alpine, busybox) run jobs too.
+func withoutInterpreter(script []byte) []byte {
+	if !bytes.HasPrefix(script, []byte("#!")) {
+		return script
+	}
+	if i := bytes.IndexByte(script, '\n'); i >= 0 {
+		return script[i:]
+	}
+	return nil
 }

@@ -185,6 +185,8 @@ func TestGitLabStageOutcome(t *testing.T) {
 		{"script OOM", client.Result{ExitCode: 137, Statuses: []protocol.Status{{OOMKilled: true, MemoryLimit: 64 << 20}}}, nil,
 			stageResult{code: 137, note: "stage build_script was killed: out of memory (limit 64Mi)"}},
 		{"container OOM", client.Result{}, oom, stageResult{code: 137, note: "the build container was killed while stage build_script ran: out of memory (limit 64Mi)"}},
+		{"script could not run", client.Result{ExitCode: 127, Statuses: []protocol.Status{{CommandExitCode: 127, Error: "the job's shell /bin/bash does not exist in the container"}}}, nil,
+			stageResult{code: 127, note: "stage build_script: the job's shell /bin/bash does not exist in the container"}},
 		{"lost", client.Result{}, lost, stageResult{system: true}},
 		{"container ended otherwise", client.Result{}, &kube.ContainerEndedError{Reason: "Error"}, stageResult{system: true}},
 		{"container crashed after a script's OOM kill", client.Result{Statuses: []protocol.Status{{OOMKilled: true, MemoryLimit: 64 << 20}}},
@@ -214,5 +216,27 @@ func TestGitLabSpecExpandsVariables(t *testing.T) {
 	if len(spec.Services) != 1 || spec.Services[0].Image != "gitlab.example.com:443/g/dependency_proxy/containers/postgres:16" ||
 		len(spec.Services[0].Aliases) != 1 || spec.Services[0].Aliases[0] != "db-7" {
 		t.Errorf("services %+v", spec.Services)
+	}
+}
+
+// Without a shell setting, the stage script's #! line (the runner's
+// #!/usr/bin/env bash) is blanked, line numbers kept, so the shim runs it
+// with bash where the container has it, else sh; a configured shell gets
+// the script unchanged.
+func TestGitLabStageJobShell(t *testing.T) {
+	script := []byte("#!/usr/bin/env bash\n\nset -eo pipefail\necho hi\n")
+	job := &gitlab.Job{}
+	j, _ := gitlabStageJob("step_script", script, job, gitlabTestFlags(t), func(string) string { return "" })
+	if j.Shell != "" || string(j.Files[0].Content) != "\n\nset -eo pipefail\necho hi\n" {
+		t.Errorf("default shell: shell %q, script %q", j.Shell, j.Files[0].Content)
+	}
+	j, _ = gitlabStageJob("step_script", script, job, gitlabTestFlags(t, "--shell", "/bin/bash"), func(string) string { return "" })
+	if j.Shell != "/bin/bash" || string(j.Files[0].Content) != string(script) {
+		t.Errorf("--shell /bin/bash: shell %q, script %q", j.Shell, j.Files[0].Content)
+	}
+	for in, want := range map[string]string{"echo hi\n": "echo hi\n", "#!/bin/sh": "", "": ""} {
+		if got := string(withoutInterpreter([]byte(in))); got != want {
+			t.Errorf("withoutInterpreter(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
