@@ -96,7 +96,8 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 		return exitTether
 	}
 	log.Info("attaching", "pod", pod.Namespace+"/"+pod.Name, "container", pod.Container)
-	objs.Job.Mask = job.Mask // masked values travel in the job command only
+	objs.Job.Mask = job.Mask   // masked values travel in the job command only
+	objs.Job.Shell = job.Shell // --shell: the job command chooses the shell
 	var begun scriptsBegun
 	opts := client.Options{
 		Output:   stdout,

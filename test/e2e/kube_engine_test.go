@@ -33,3 +33,27 @@ func TestKubeTTYAndShebang(t *testing.T) {
 	}
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
 }
+
+// TestKubeShellFlag: `tether run --shell PATH` runs every script of a pod's
+// job with that shell, whatever its "#!" line, and a shell the image lacks
+// fails the job with 127 naming it instead of running another shell.
+func TestKubeShellFlag(t *testing.T) {
+	c := NewCluster(t)
+	bin := buildTether(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "shell")
+	paths := writeScripts(t, []string{"shebang.sh"}, map[string]string{
+		"shebang.sh": "#!/no/such/interpreter\necho \"ran by $(readlink /proc/$$/exe)\"\n",
+	})
+	res := runCLI(ctx, t, c, bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns,
+		"--shell", "/bin/sh", paths[0])
+	if res.code != 0 || res.stdout != "ran by /bin/busybox\n" {
+		t.Fatalf("--shell /bin/sh: exit code %d stdout %q stderr:\n%s\nwant 0 and the script run by busybox sh", res.code, res.stdout, res.stderr)
+	}
+	res = runCLI(ctx, t, c, bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns,
+		"--shell", "/bin/bash", paths[0])
+	if res.code != 127 || res.stdout != "" || !strings.Contains(res.stderr, "/bin/bash does not exist") {
+		t.Fatalf("--shell /bin/bash in an image without bash: exit code %d stdout %q stderr:\n%s\nwant 127 naming /bin/bash, no output", res.code, res.stdout, res.stderr)
+	}
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+}
