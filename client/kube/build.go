@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -162,7 +163,7 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	build := corev1.Container{
 		Name:            BuildContainer,
 		Image:           s.Image,
-		ImagePullPolicy: s.PullPolicy,
+		ImagePullPolicy: cmp.Or(s.ImagePullPolicy, s.PullPolicy),
 		Command:         []string{ShimPath},
 		Args:            args,
 		Stdin:           true,

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -28,6 +29,8 @@ type Service struct {
 	Env map[string]string
 	// Resources are the service's requests and limits.
 	Resources corev1.ResourceRequirements
+	// PullPolicy, when set, is the service's instead of Spec.PullPolicy.
+	PullPolicy corev1.PullPolicy
 }
 
 // Helper is the second shim container of a pod (Spec.Helper).
@@ -241,7 +244,7 @@ func applyShaping(s Spec, pod *corev1.Pod) {
 		c := corev1.Container{
 			Name:            svc.Name,
 			Image:           svc.Image,
-			ImagePullPolicy: s.PullPolicy,
+			ImagePullPolicy: cmp.Or(svc.PullPolicy, s.PullPolicy),
 			Command:         slices.Clone(svc.Command),
 			Args:            slices.Clone(svc.Args),
 			Resources:       *svc.Resources.DeepCopy(),

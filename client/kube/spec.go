@@ -116,8 +116,12 @@ type Spec struct {
 	// ShimFrom is how the build container gets tether-shim from
 	// HelperImage: ShimFromInit (the default) or ShimFromImage.
 	ShimFrom ShimSource
-	// PullPolicy applies to both images; "" lets Kubernetes decide.
+	// PullPolicy applies to every image of the pod; "" lets Kubernetes
+	// decide.
 	PullPolicy corev1.PullPolicy
+	// ImagePullPolicy, when set, is the build container's instead of
+	// PullPolicy (a job that chose its image's policy).
+	ImagePullPolicy corev1.PullPolicy
 	// Scripts are the main scripts, After the after-scripts.
 	Scripts, After []Script
 	// Serve makes a pod without scripts: its jobs deliver their scripts

@@ -32,7 +32,11 @@ type gitlabFlags struct {
 	// HelperResources are the helper container's (--gitlab-helper-cpu, …).
 	HelperResources resourceFlags
 	PullPolicy      string
-	IdleTimeout     time.Duration
+	// AllowedPullPolicies are the pull policies a job may choose for its
+	// images (image:pull_policy in .gitlab-ci.yml), in Kubernetes' names
+	// once validated; empty: PullPolicy alone, if set.
+	AllowedPullPolicies []string
+	IdleTimeout         time.Duration
 	// TTLMargin is added to the job's timeout for the pod's TTL annotation.
 	TTLMargin time.Duration
 	BuildsDir string
@@ -62,6 +66,7 @@ func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
 	f.HelperResources.prefix = "gitlab-helper-"
 	f.HelperResources.register(fs, "the helper container")
 	fs.StringVar(&f.PullPolicy, "pull-policy", "", "image pull `POLICY` of the job pods: Always, IfNotPresent or Never (default: Kubernetes')")
+	fs.StringSliceVar(&f.AllowedPullPolicies, "allowed-pull-policies", nil, "pull `POLICY` a job may choose for its image and services (pull_policy in .gitlab-ci.yml): always, if-not-present or never; comma-separated or repeatable (default: pull-policy alone; none when it is unset, and a job that chooses one fails)")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 30*time.Minute, "the job pod ends itself when no stage runs and no driver process attached for this long (0 = never)")
 	fs.DurationVar(&f.TTLMargin, "ttl-margin", kube.DefaultTTLMargin, "the pod's TTL (after which tether gc deletes it) is the job's timeout plus this (no timeout: 24h)")
 	fs.StringVar(&f.BuildsDir, "builds-dir", "/builds", "builds_dir: where the project is checked out, a volume shared by the build and helper containers")
@@ -104,6 +109,13 @@ func (f *gitlabFlags) validate() error {
 	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
 	default:
 		return fmt.Errorf("pull-policy %q: want Always, IfNotPresent or Never", f.PullPolicy)
+	}
+	for i, p := range f.AllowedPullPolicies {
+		k, err := gitlab.NormalizePullPolicy(p)
+		if err != nil {
+			return fmt.Errorf("allowed-pull-policies: %w", err)
+		}
+		f.AllowedPullPolicies[i] = k
 	}
 	if f.IdleTimeout < 0 {
 		return errors.New("idle-timeout must not be negative")

@@ -106,6 +106,11 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 	if spec.Image == "" {
 		spec.Image = cfg.Image
 	}
+	allowed := cfg.allowedPullPolicies()
+	var err error
+	if spec.ImagePullPolicy, err = jobPullPolicy(job.Image.PullPolicies, allowed, "the job's image"); err != nil {
+		return spec, err
+	}
 	if spec.Image == "" {
 		return spec, fmt.Errorf("the job names no image (image: in its .gitlab-ci.yml) and the driver config sets no default: set image: in %s, or pass --image", cfg.where())
 	}
@@ -129,6 +134,9 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 			return spec, fmt.Errorf("service %d of the job has no name (image)", i)
 		}
 		svc := kube.Service{Image: gitlab.Expand(getenv, s.Name), Command: s.Entrypoint, Args: s.Command, Env: map[string]string{}, Resources: svcResources}
+		if svc.PullPolicy, err = jobPullPolicy(s.PullPolicies, allowed, "service "+svc.Image); err != nil {
+			return spec, err
+		}
 		if alias := gitlab.Expand(getenv, s.Alias); alias != "" {
 			svc.Aliases = []string{alias}
 		}
@@ -157,4 +165,23 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 		spec.Helper = &kube.Helper{Image: helper, Resources: res}
 	}
 	return spec, nil
+}
+
+// allowedPullPolicies are the pull policies a job may choose: the driver
+// config's allowed-pull-policies, else its pull-policy alone, as GitLab
+// Runner's Kubernetes executor defaults them.
+func (f *gitlabFlags) allowedPullPolicies() []string {
+	if len(f.AllowedPullPolicies) > 0 {
+		return f.AllowedPullPolicies
+	}
+	if f.PullPolicy != "" {
+		return []string{f.PullPolicy}
+	}
+	return nil
+}
+
+// jobPullPolicy is gitlab.JobPullPolicy as a Kubernetes policy.
+func jobPullPolicy(asked, allowed []string, what string) (corev1.PullPolicy, error) {
+	p, err := gitlab.JobPullPolicy(asked, allowed, what)
+	return corev1.PullPolicy(p), err
 }

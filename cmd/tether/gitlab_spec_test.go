@@ -240,3 +240,56 @@ func TestGitLabStageJobShell(t *testing.T) {
 		}
 	}
 }
+
+// image:pull_policy of the job's image and of each service reaches their
+// containers when the driver config allows it, the rest of the pod keeps
+// pull-policy, and a policy the config does not allow fails prepare naming
+// the setting; a bad allowed-pull-policies value is refused.
+func TestGitLabSpecJobPullPolicy(t *testing.T) {
+	job := &gitlab.Job{Image: gitlab.Image{Name: "golang:1.26", PullPolicies: []string{"always", "if-not-present"}},
+		Services: []gitlab.Service{{Name: "postgres:16", PullPolicies: []string{"never"}}, {Name: "redis:7"}}}
+	noEnv := func(k string) string {
+		if k == "CUSTOM_ENV_CI_RUNNER_VERSION" {
+			return "18.1.0"
+		}
+		return ""
+	}
+	cfg := gitlabTestFlags(t, "--pull-policy", "Always", "--allowed-pull-policies", "if-not-present,never")
+	spec, err := gitlabSpec(cfg, job, "p", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Namespace = "ci" // prepare fills it in
+	objs, err := kube.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := map[string]corev1.PullPolicy{}
+	for _, c := range append(objs.Pod.Spec.InitContainers, objs.Pod.Spec.Containers...) {
+		policies[c.Image] = c.ImagePullPolicy
+	}
+	want := map[string]corev1.PullPolicy{"golang:1.26": corev1.PullIfNotPresent, "postgres:16": corev1.PullNever, "redis:7": corev1.PullAlways}
+	for image, p := range want {
+		if policies[image] != p {
+			t.Errorf("container of %s pulls %q, want %q (all: %v)", image, policies[image], p, policies)
+		}
+	}
+	if p := policies[spec.HelperImage]; p != corev1.PullAlways {
+		t.Errorf("the shim's image pulls %q, want the config's Always", p)
+	}
+
+	// pull-policy alone is what a job may choose when allowed-pull-policies
+	// is unset: the image's if-not-present is, the service's never is not.
+	_, err = gitlabSpec(gitlabTestFlags(t, "--pull-policy", "IfNotPresent"), job, "p", noEnv)
+	if err == nil || !strings.Contains(err.Error(), "service postgres:16: pull_policy never") || !strings.Contains(err.Error(), "allowed-pull-policies (IfNotPresent)") {
+		t.Errorf("a service's policy outside pull-policy: %v", err)
+	}
+	_, err = gitlabSpec(gitlabTestFlags(t), job, "p", noEnv)
+	if err == nil || !strings.Contains(err.Error(), "the job's image: pull_policy always, if-not-present") || !strings.Contains(err.Error(), "set allowed-pull-policies") {
+		t.Errorf("a job's policy with none allowed: %v", err)
+	}
+	var f gitlabFlags
+	if _, err := parseGitlabFlags(&f, []string{"--allowed-pull-policies", "always,sometimes"}, noEnv); err == nil || !strings.Contains(err.Error(), `allowed-pull-policies: pull policy "sometimes"`) {
+		t.Errorf("a bad allowed-pull-policies value: %v", err)
+	}
+}

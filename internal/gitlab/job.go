@@ -32,6 +32,9 @@ type Image struct {
 	Entrypoint []string   `json:"entrypoint"`
 	Command    []string   `json:"command"`
 	Variables  []Variable `json:"variables"`
+	// PullPolicies is image:pull_policy from .gitlab-ci.yml (always,
+	// if-not-present, never), in order of preference; see JobPullPolicy.
+	PullPolicies []string `json:"pull_policy"`
 }
 
 // Service is one of the job's services (an Image with an alias).
