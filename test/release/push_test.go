@@ -2,6 +2,7 @@ package release
 
 import (
 	"archive/tar"
+	"bufio"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,19 +75,18 @@ func TestReleaseImagesPush(t *testing.T) {
 	}
 }
 
-// serveRegistry runs crane's in-memory registry on a free loopback port
-// until the test ends and returns its address.
+// serveRegistry runs crane's in-memory registry on a loopback port it
+// chooses itself until the test ends and returns its address. (A port
+// found free and closed again by the test could be taken, as the source
+// port of any connection, before crane listens on it.)
 func serveRegistry(t *testing.T, crane string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv := exec.Command(crane, "registry", "serve", "--address", "127.0.0.1:0")
+	logs, err := srv.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	srv := exec.Command(crane, "registry", "serve", "--address", addr)
-	var log strings.Builder
-	srv.Stdout, srv.Stderr = &log, &log
+	srv.Stdout = srv.Stderr
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -93,18 +94,38 @@ func serveRegistry(t *testing.T, crane string) string {
 		_ = srv.Process.Kill()
 		_ = srv.Wait()
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr
+	// crane logs "serving on port N" once it listens; the rest of its
+	// log is kept for a failure message.
+	port := make(chan string, 1)
+	var mu sync.Mutex
+	var log strings.Builder
+	go func() {
+		sc := bufio.NewScanner(logs)
+		for sc.Scan() {
+			line := sc.Text()
+			mu.Lock()
+			log.WriteString(line + "\n")
+			mu.Unlock()
+			if _, p, ok := strings.Cut(line, "serving on port "); ok {
+				select {
+				case port <- strings.TrimSpace(p):
+				default:
+				}
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("crane registry serve on %s did not come up: %v\n%s", addr, err, log.String())
+		close(port)
+	}()
+	select {
+	case p, ok := <-port:
+		if ok {
+			return net.JoinHostPort("127.0.0.1", p)
 		}
-		time.Sleep(50 * time.Millisecond)
+	case <-time.After(time.Minute):
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Fatalf("crane registry serve did not say it serves:\n%s", log.String())
+	return ""
 }
 
 // untar extracts an image archive's regular files and directories into dir.
