@@ -103,8 +103,8 @@ func writeResults(w io.Writer, cfg *config, m machine, started time.Time, took t
 	mt.write(w)
 	fmt.Fprintln(w)
 	if end := loadAverage(); loaded(m.loadFrom, m.cores) || loaded(end, m.cores) {
-		fmt.Fprintf(w, "**The machine was shared and loaded during this run** (load average %s at the start and %s at the end on %d cores: "+
-			"other helpers were compiling and running tests, and the node section's own pods load it at the end). "+
+		fmt.Fprintf(w, "**The machine was loaded during this run** (load average %s at the start and %s at the end on %d cores; "+
+			"the node section's own pods load it at its end, and any other process running counts too). "+
 			"Wall-clock numbers are pessimistic and noisy; the ratios are fairer because each baseline ran interleaved with the path it is compared with, "+
 			"and the CPU-time columns depend much less on load.\n\n", m.loadFrom, end, m.cores)
 	}
