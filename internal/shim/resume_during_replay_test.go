@@ -2,7 +2,6 @@ package shim_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -69,50 +68,12 @@ func TestResumeDuringAReplayIsAnsweredBeforeItEnds(t *testing.T) {
 					t.Logf("shim stderr:\n%s", tail(stderr.Bytes(), 4000))
 				}
 			})
-			send := func(c protocol.Command) {
-				t.Helper()
-				line, err := protocol.AppendCommand(nil, c)
-				if err == nil {
-					_, err = stdin.Write(line)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
 			in := &countingReader{r: stdout}
-			dec := protocol.NewDecoder(in)
-			next := func() protocol.Record {
-				t.Helper()
-				r, err := dec.Next()
-				if err != nil {
-					t.Fatalf("record stream: %v", err)
-				}
-				r.Payload = bytes.Clone(r.Payload)
-				return r
-			}
-
-			// The original stream: lines and blocks, 8 MiB.
-			s := script(t, dir, "big.sh", "yes 'a line of the job output' | head -c 8388608\n")
-			send(run(s))
-			original := map[int64]protocol.Record{}
-			var end int64
-			for {
-				r := next()
-				original[r.Seq] = r
-				end = r.Next()
-				if r.Type == protocol.TypeStatus {
-					break
-				}
-			}
+			sess := newResumeSession(t, stdin, in)
+			send, next, resumed := sess.send, sess.next, sess.resumed
+			original, end := sess.runOriginal(dir) // lines and blocks, 8 MiB
 
 			// Resume a: its replay fills the pipe nobody reads; then b.
-			resumed := func(r protocol.Record) string {
-				var ans protocol.Resumed
-				if r.Type != protocol.TypeResumed || json.Unmarshal(r.Payload, &ans) != nil || ans.Error != "" {
-					t.Fatalf("record %s %q, want a resumed record without error", r.Type, r.Payload)
-				}
-				return ans.Nonce
-			}
 			send(protocol.Command{Cmd: protocol.CmdResume, Nonce: "a", From: 0})
 			if n := resumed(next()); n != "a" {
 				t.Fatalf("resumed %q, want a", n)

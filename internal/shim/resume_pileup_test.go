@@ -1,9 +1,7 @@
 package shim_test
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,47 +89,9 @@ func TestResumesPilingUpCollapse(t *testing.T) {
 			t.Logf("shim stderr:\n%s", tail(b, 4000))
 		}
 	})
-	send := func(c protocol.Command) {
-		t.Helper()
-		line, err := protocol.AppendCommand(nil, c)
-		if err == nil {
-			_, err = stdin.Write(line)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	dec := protocol.NewDecoder(stdout)
-	next := func() protocol.Record {
-		t.Helper()
-		r, err := dec.Next()
-		if err != nil {
-			t.Fatalf("record stream: %v", err)
-		}
-		r.Payload = bytes.Clone(r.Payload)
-		return r
-	}
-
-	s := script(t, dir, "big.sh", "yes 'a line of the job output' | head -c 8388608\n")
-	send(run(s))
-	original := map[int64]protocol.Record{}
-	var end int64
-	for {
-		r := next()
-		original[r.Seq] = r
-		end = r.Next()
-		if r.Type == protocol.TypeStatus {
-			break
-		}
-	}
-	resumed := func(r protocol.Record) string {
-		t.Helper()
-		var ans protocol.Resumed
-		if r.Type != protocol.TypeResumed || json.Unmarshal(r.Payload, &ans) != nil || ans.Error != "" {
-			t.Fatalf("record %s %q, want a resumed record without error", r.Type, r.Payload)
-		}
-		return ans.Nonce
-	}
+	sess := newResumeSession(t, stdin, stdout)
+	send, next, resumed := sess.send, sess.next, sess.resumed
+	original, end := sess.runOriginal(dir)
 
 	// A replay from 0 fills the pipe nobody reads; the shim then waits in
 	// its write, and the resumes pile up behind it.
