@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,19 +62,14 @@ func cliOneCore(ctx context.Context, cfg *config, ws *workspace, catCLI, tetherC
 		if err != nil {
 			return oneCoreResult{}, fmt.Errorf("one core: %w", err)
 		}
-		perGiB := func(c durations, pick func(durations) float64) float64 {
-			return pick(c) / (float64(cfg.bytes) / (1 << 30))
-		}
-		med := func(d durations) float64 { return d.median().Seconds() }
+		perGiB := func(d time.Duration) float64 { return d.Seconds() / (float64(cfg.bytes) / (1 << 30)) }
 		base, teth := results[0], results[1]
 		speed := float64(walls(base).median()) / float64(walls(teth).median())
-		cpuRatio := med(cpus(teth)) / max(med(cpus(base)), 0.001)
+		cpuRatio := float64(cpus(teth).median()) / float64(max(cpus(base).median(), time.Millisecond))
 		for i, p := range paths {
 			c := cpus(results[i])
 			row := []string{s.label, p.name, fmt.Sprintf("%.3f", throughput(cfg.bytes, walls(results[i]).median())), "1×",
-				fmt.Sprintf("%.2f", perGiB(c, med)),
-				fmt.Sprintf("%.2f–%.2f", perGiB(c, func(d durations) float64 { return d.min().Seconds() }), perGiB(c, func(d durations) float64 { return d.max().Seconds() })),
-				"1×"}
+				fmt.Sprintf("%.2f", perGiB(c.median())), fmt.Sprintf("%.2f–%.2f", perGiB(c.min()), perGiB(c.max())), "1×"}
 			if i == 1 {
 				row[3], row[6] = fmt.Sprintf("%.2f×", speed), fmt.Sprintf("%.1f×", cpuRatio)
 			}
@@ -81,8 +77,8 @@ func cliOneCore(ctx context.Context, cfg *config, ws *workspace, catCLI, tetherC
 		}
 		res.goals = append(res.goals, goal{
 			measure:  "relay CPU per GiB via the CLI on one core, " + s.label,
-			tether:   fmt.Sprintf("%.2f s/GiB (%.1f× cat's; %.2f× cat's speed)", perGiB(cpus(teth), med), cpuRatio, speed),
-			baseline: fmt.Sprintf("cat %.2f s/GiB", perGiB(cpus(base), med)),
+			tether:   fmt.Sprintf("%.2f s/GiB (%.1f× cat's; %.2f× cat's speed)", perGiB(cpus(teth).median()), cpuRatio, speed),
+			baseline: fmt.Sprintf("cat %.2f s/GiB", perGiB(cpus(base).median())),
 			target:   "info (the two-core rows decide)",
 			verdict:  "info",
 		})

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/tether-ci/tether/protocol"
 )
@@ -120,20 +119,7 @@ func TestResumeDuringAReplayIsAnsweredBeforeItEnds(t *testing.T) {
 				want = r.Next()
 			}
 			t.Logf("the second answer came after %d bytes of the first replay of %d", replayedA, end)
-			send(protocol.Command{Cmd: protocol.CmdExit})
-			_ = stdin.Close()
-			for {
-				if r := next(); r.Type == protocol.TypeExit {
-					break
-				}
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the shim did not exit after the exit command")
-			}
+			sess.exit(cmd)
 		})
 	}
 }

@@ -150,19 +150,7 @@ func TestResumesPilingUpCollapse(t *testing.T) {
 		t.Fatalf("answered %d resumes %v; want n0, %s and few others, in order", len(answered), answered, newest)
 	}
 
-	send(protocol.Command{Cmd: protocol.CmdExit})
-	for {
-		if r := next(); r.Type == protocol.TypeExit {
-			break
-		}
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the shim did not exit after the exit command")
-	}
+	sess.exit(cmd)
 	b, err := os.ReadFile(stderr.Name())
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/tether-ci/tether/protocol"
 )
@@ -13,11 +15,11 @@ import (
 // started themselves: send commands to its stdin, decode its stdout.
 type resumeSession struct {
 	t     *testing.T
-	stdin io.Writer
+	stdin io.WriteCloser
 	dec   *protocol.Decoder
 }
 
-func newResumeSession(t *testing.T, stdin io.Writer, stdout io.Reader) *resumeSession {
+func newResumeSession(t *testing.T, stdin io.WriteCloser, stdout io.Reader) *resumeSession {
 	return &resumeSession{t: t, stdin: stdin, dec: protocol.NewDecoder(stdout)}
 }
 
@@ -70,4 +72,24 @@ func (s *resumeSession) resumed(r protocol.Record) string {
 		s.t.Fatalf("record %s %q, want a resumed record without error", r.Type, r.Payload)
 	}
 	return ans.Nonce
+}
+
+// exit sends the exit command, closes stdin, reads up to the exit record
+// and waits for the shim process cmd to end.
+func (s *resumeSession) exit(cmd *exec.Cmd) {
+	s.t.Helper()
+	s.send(protocol.Command{Cmd: protocol.CmdExit})
+	_ = s.stdin.Close()
+	for {
+		if r := s.next(); r.Type == protocol.TypeExit {
+			break
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("the shim did not exit after the exit command")
+	}
 }
