@@ -46,7 +46,9 @@
 // # Imports
 //
 // This package owns the settings and their translation into kube.Spec. It
-// imports client/kube, the Kubernetes API types, pflag and a YAML parser,
-// and never a command (cmd/...), an integration (GitLab, GitHub Actions,
-// …) or the shim: integrations import settings, never the reverse.
+// imports client/kube (and of the project's packages only what that
+// imports), the Kubernetes API types, pflag and a YAML parser; never a
+// command (cmd/...), an integration (the GitLab driver, internal/gitlab,
+// or any later one) or the shim: integrations import settings, never the
+// reverse (deps_test.go checks it).
 package settings
