@@ -138,6 +138,7 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	if s.IdleTimeout > 0 {
 		args = append(args, "--idle-timeout="+s.IdleTimeout.String())
 	}
+	args = append(args, activityArgs(s)...)
 	switch {
 	case s.AfterTimeout > 0:
 		args = append(args, "--after-timeout="+s.AfterTimeout.String())

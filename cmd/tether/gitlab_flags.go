@@ -67,7 +67,7 @@ func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
 	f.HelperResources.AddFlags(fs, "gitlab-helper-", "the helper container")
 	fs.StringVar(&f.PullPolicy, "pull-policy", "", "image pull `POLICY` of the job pods: Always, IfNotPresent or Never (default: Kubernetes')")
 	fs.StringSliceVar(&f.AllowedPullPolicies, "allowed-pull-policies", nil, "pull `POLICY` a job may choose for its image and services (pull_policy in .gitlab-ci.yml): always, if-not-present or never; comma-separated or repeatable (default: pull-policy alone; none when it is unset, and a job that chooses one fails)")
-	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 30*time.Minute, "the job pod ends itself when no stage runs and no driver process attached for this long (0 = never)")
+	fs.DurationVar(&f.IdleTimeout, "idle-timeout", gitlabIdleTimeout, "the job pod ends itself when no stage runs and no driver process attached for this long (0 = never)")
 	fs.DurationVar(&f.TTLMargin, "ttl-margin", kube.DefaultTTLMargin, "the pod's TTL (after which tether gc deletes it) is the job's timeout plus this (no timeout: 24h)")
 	fs.StringVar(&f.BuildsDir, "builds-dir", "/builds", "builds_dir: where the project is checked out, a volume shared by the build and helper containers")
 	fs.StringVar(&f.CacheDir, "cache-dir", "/cache", "cache_dir: where caches are kept, a volume shared by the build and helper containers")

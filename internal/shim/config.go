@@ -38,6 +38,10 @@ type Config struct {
 	// IdleTimeout ends the shim when no script runs and no command or ping
 	// came for this long (0 = never).
 	IdleTimeout time.Duration
+	// ActivityFile is a file the shims of one pod share: each marks it
+	// while active, and the idle timeout also counts the others' marks
+	// ("" = none; see activity.go).
+	ActivityFile string
 	// ExitOnStdinEOF ends the shim once stdin is closed and queued work is done.
 	ExitOnStdinEOF bool
 	// DrainTimeout bounds the wait for output held open by background children.
@@ -95,6 +99,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer, no
 	fs.DurationVar(&cfg.AfterTimeout, "after-timeout", DefaultAfterTimeout, "when the deadline stops the job, the after-scripts still run for at most this long after the main script's grace (0 = they do not run)")
 	fs.StringVar(&cfg.TTLFile, "ttl-file", "", "downward-API annotations file; the "+TTLAnnotation+" annotation (seconds) ends the shim")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "exit when no script runs and no command or ping arrived for this long (0 = never)")
+	fs.StringVar(&cfg.ActivityFile, "activity-file", "", "a file the shims of one pod share (created if missing): each marks it while a client reaches it or a script runs, and the idle timeout also counts the others' marks")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 2*time.Second, "how long to wait for output held open by a finished script's background children")
 	fs.BoolVar(&cfg.KillLeftovers, "kill-leftovers", false, "SIGKILL a finished script's process group after the drain")
 	fs.BoolVar(&cfg.TTY, "tty", false, "run scripts under a raw pseudo-terminal")

@@ -46,6 +46,7 @@ type engine struct {
 	stdinEOF   bool
 	exitAsked  bool
 	lastActive time.Time
+	act        *activity // the pod's activity file (Config.ActivityFile)
 	ttlAt      time.Time // zero = no TTL
 	ttlRead    time.Time
 
@@ -86,7 +87,8 @@ type scriptResult struct {
 func newEngine(cfg *Config, log *slog.Logger, em *emitter, st starter, files fileSink, m *masks, now time.Time) *engine {
 	e := &engine{cfg: cfg, log: log, em: em, starter: st, files: files, masks: m,
 		results: make(chan scriptResult, 1), waits: make(chan *running, 1),
-		seenJobs: map[string]bool{}, seenCancels: map[string]bool{}, lastActive: now}
+		seenJobs: map[string]bool{}, seenCancels: map[string]bool{}, lastActive: now,
+		act: newActivity(cfg.ActivityFile, cfg.IdleTimeout, log)}
 	e.refreshTTL(now, true)
 	go e.waitScripts()
 	return e
@@ -110,6 +112,7 @@ func (e *engine) waitScripts() {
 func (e *engine) step(now time.Time) (int, bool) {
 	if e.ending == nil {
 		e.checkLimits(now)
+		e.markBusy(now)
 	}
 	if e.ending != nil {
 		return e.stepEnding(now)
@@ -215,7 +218,7 @@ func (e *engine) onResult(res scriptResult, now time.Time) {
 	st.Script, st.Error = e.run.script, e.run.stopReason
 	ph := e.run.phase
 	e.run = nil
-	e.lastActive = now
+	e.active(now)
 	e.scriptDone(e.cur, ph, st)
 }
 
@@ -241,7 +244,8 @@ func (e *engine) finishItem(now time.Time) {
 	for _, err := range removeFiles(e.cfg.FilesDir, it.cmd.Remove) {
 		e.log.Warn("cannot remove a delivered file after its job", "err", err)
 	}
-	e.lastCode, e.lastActive = code, now
+	e.lastCode = code
+	e.active(now)
 	if !it.single && !it.silent {
 		e.em.Record(protocol.TypeJob, done)
 	}

@@ -37,7 +37,7 @@ func (e *engine) onCommand(ev commandEvent, now time.Time) {
 		return
 	}
 	c := ev.cmd
-	e.lastActive = now
+	e.active(now)
 	switch c.Cmd {
 	case protocol.CmdRun:
 		e.queue = append(e.queue, newItem(c))
@@ -85,7 +85,7 @@ func (e *engine) onResumes(rs []protocol.Command, now time.Time) {
 	if len(rs) == 0 || e.ending != nil {
 		return
 	}
-	e.lastActive = now
+	e.active(now)
 	e.em.ResumeAll(rs, e.moreResumes())
 }
 

@@ -26,8 +26,8 @@ func (e *engine) checkLimits(now time.Time) {
 		e.end(now, ending{reason: endTTL, message: fmt.Sprintf("pod TTL (%s annotation) expired at %s", TTLAnnotation, e.ttlAt.UTC().Format(time.RFC3339))}, e.cfg.Grace)
 		return
 	}
-	if e.cfg.IdleTimeout > 0 && e.cur == nil && len(e.queue) == 0 && now.Sub(e.lastActive) >= e.cfg.IdleTimeout {
-		e.end(now, ending{reason: endIdle, message: fmt.Sprintf("no command or ping for %s while idle: the client is gone", e.cfg.IdleTimeout)}, e.cfg.Grace)
+	if e.idleOver(now) {
+		e.end(now, ending{reason: endIdle, message: e.idleMessage()}, e.cfg.Grace)
 	}
 }
 
@@ -93,7 +93,10 @@ func (e *engine) nextWake(now time.Time) time.Duration {
 		consider(e.ttlRead.Add(ttlRecheck))
 	}
 	if e.cfg.IdleTimeout > 0 && e.cur == nil {
-		consider(e.lastActive.Add(e.cfg.IdleTimeout))
+		consider(e.idleFrom().Add(e.cfg.IdleTimeout))
+	}
+	if e.busy() {
+		consider(e.act.nextMark(now))
 	}
 	return max(next.Sub(now), time.Millisecond)
 }

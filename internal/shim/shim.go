@@ -60,6 +60,7 @@ func New(cfg *Config, rp *reaper.Reaper, stdout io.Writer, log *slog.Logger) (*S
 // script result, signal and tick.
 func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Signal) int {
 	defer s.store.Close()
+	defer s.engine.act.close()
 	s.em.Record(protocol.TypeHello, protocol.Hello{
 		Protocol: protocol.Version, Shim: version.Get(), MaxRecord: protocol.MaxRecord,
 		PID: os.Getpid(), Shell: s.runner.shell, TTY: s.cfg.TTY,
