@@ -31,7 +31,7 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 		return codes.SystemFailure
 	}
 	if !gitlab.KnownStage(stage) {
-		log.Warn("unknown stage; running it in the build container", "stage", stage)
+		fmt.Fprintf(stderr, "WARNING: tether: unknown stage %s: running it in the build container\n", stage)
 	}
 	job, err := gitlab.ReadJob(os.Getenv)
 	if err != nil {
@@ -67,26 +67,44 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 	if warning != "" {
 		fmt.Fprintf(stdout, "WARNING: tether: %s\n", warning)
 	}
-	res, err := client.Run(ctx, transport(kube.TransportOptions{Logger: log}), stageJob, client.Options{Output: stdout, Logger: log, From: from})
+	// While the script runs, the job log is its output alone: what the
+	// driver must say comes after it, on lines of its own.
+	gate, ok := stdout.(*client.LineGate)
+	if !ok {
+		gate = client.NewLineGate(stdout)
+	}
+	notices := newStageNotices()
+	res, err := client.Run(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
+		client.Options{Output: gate, Logger: log, From: from, Events: notices.event})
+	// A script whose last line has no newline: the driver's lines start
+	// on a line of their own.
+	_ = gate.End(gate)
+	where := fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name)
+	for _, line := range notices.lines(stage, where) {
+		fmt.Fprintln(gate, line)
+	}
 	out := stageOutcome(res, err, job.Timeout(), stageJob.Timeout, stage)
-	if out.note != "" {
-		fmt.Fprintf(stdout, "\nERROR: tether: %s\n", out.note)
+	switch {
+	case out.note != "":
+		fmt.Fprintf(gate, "ERROR: tether: %s\n", out.note)
+	case out.system:
+		fmt.Fprintf(gate, "ERROR: tether: stage %s in %s (container %s) failed: %v\n", stage, where, pod.Container, err)
+	case res.Cancelled:
+		fmt.Fprintf(gate, "WARNING: tether: stage %s was cancelled (%v)%s\n", stage, context.Cause(ctx), cancelledCode(res))
+	case err != nil:
+		fmt.Fprintf(gate, "ERROR: tether: stage %s in %s ended: %v\n", stage, where, err)
 	}
 	switch {
 	case out.system:
-		fmt.Fprintf(stderr, "tether gitlab run: stage %s in pod %s/%s failed: %v\n", stage, pod.Namespace, pod.Name, err)
 		return codes.SystemFailure
 	case out.code == 0:
 		return 0
 	}
 	if codes.BuildExitCodeFile != "" {
 		if werr := os.WriteFile(codes.BuildExitCodeFile, []byte(strconv.Itoa(out.code)), 0o600); werr != nil {
-			log.Error("cannot write BUILD_EXIT_CODE_FILE", "err", werr)
+			fmt.Fprintf(gate, "ERROR: tether: cannot write the stage's exit code to BUILD_EXIT_CODE_FILE: %v\n", werr)
 			return codes.SystemFailure
 		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: stage %s of pod %s ended: %v\n", stage, pod.Name, err)
 	}
 	return codes.BuildFailure
 }
@@ -205,4 +223,12 @@ func withoutInterpreter(script []byte) []byte {
 		return script[i:]
 	}
 	return nil
+}
+
+// cancelledCode says how a cancelled stage's script ended, if it reported.
+func cancelledCode(res client.Result) string {
+	if len(res.Statuses) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": its script was stopped and ended with exit code %d", res.ExitCode)
 }
