@@ -166,9 +166,10 @@ func stageOutcome(res client.Result, err error, timeout, stageTimeout time.Durat
 		out.code = 1
 	}
 	for _, st := range res.Statuses {
-		if st.Error != "" && st.CommandExitCode != 0 {
+		if st.Error != "" && st.CommandExitCode != 0 && !res.Cancelled {
 			// The shim could not run the script (its shell missing, say):
-			// the script wrote nothing to say so.
+			// the script wrote nothing to say so. (A cancelled script's
+			// error says it was cancelled: gitlab run says that itself.)
 			out.note = fmt.Sprintf("stage %s: %s", stage, st.Error)
 		}
 		if st.OOMKilled {
