@@ -27,7 +27,7 @@ import (
 func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdout, stderr io.Writer, log *slog.Logger, codes gitlab.ExitCodes) int {
 	content, err := os.ReadFile(script)
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: the stage script: %v\n", err)
+		fmt.Fprintf(stderr, "ERROR: tether: stage %s: the stage script: %v\n", stage, err)
 		return codes.SystemFailure
 	}
 	if !gitlab.KnownStage(stage) {
@@ -35,23 +35,23 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 	}
 	job, err := gitlab.ReadJob(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
+		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
 	}
 	pod, transport, _, err := gitlabPod(cfg, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
+		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
 	}
 	helper, err := cfg.helperImage(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
+		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
 	}
 	// One read of the pod first: refused credentials or permissions fail
 	// the stage at once, where the attach would retry them for minutes.
 	if _, err := pod.Get(ctx); apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
-		fmt.Fprintf(stderr, "tether gitlab run: %v%s\n", err, apiAdvice(err))
+		fmt.Fprintf(stderr, "ERROR: tether: %v%s\n", err, apiAdvice(err))
 		return codes.SystemFailure
 	}
 	if helper != "" && gitlab.InHelper(stage) {
@@ -60,7 +60,7 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 	// Earlier stages' records stay in the shim's stream: start after them.
 	from, err := client.StreamEnd(ctx, transport(kube.TransportOptions{Logger: log}), 0, client.Options{Logger: log})
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: pod %s/%s container %s: %v\n", pod.Namespace, pod.Name, pod.Container, err)
+		fmt.Fprintf(stderr, "ERROR: tether: pod %s/%s container %s: %v\n", pod.Namespace, pod.Name, pod.Container, err)
 		return codes.SystemFailure
 	}
 	stageJob, warning := gitlabStageJob(stage, content, job, cfg, os.Getenv)
