@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tether-ci/tether/internal/testing/faultproxy"
@@ -149,4 +151,52 @@ func runMerged(t *testing.T, cmd *exec.Cmd) *os.File {
 	}
 	t.Cleanup(func() { pr.Close() })
 	return pr
+}
+
+// TestGitLabJobLogPodDeleted: the job's pod is deleted while a stage
+// prints a line without a newline. The stage is a system failure, and the
+// job log is still the script's bytes, then a newline, then only whole
+// WARNING:/ERROR: lines of the driver's: nothing the shim wrote to its
+// stderr while stopping, and no structured record, lands in it.
+func TestGitLabJobLogPodDeleted(t *testing.T) {
+	c := NewCluster(t)
+	ctx := t.Context()
+	ns := c.NewNamespace(t, "gitlab-podgone")
+	r := newRunnerStandIn(t, c, ns, nil)
+	r.prepare(ctx)
+	const script = "i=1\nwhile [ $i -le 60 ]; do printf \"$i.\"; i=$((i+1)); sleep 1; done\n"
+	cmd := r.command(ctx, "run", r.stageScript("step_script", script, nil), "step_script")
+	jobLog := &safeBuffer{}
+	cmd.Stdout, cmd.Stderr = jobLog, jobLog // one pipe, as the runner's
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(string(jobLog.Bytes()), "3.") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no 3. in the job log after a minute: %q", jobLog.Bytes())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	name := "tether-gitlab-r7-j" + r.jobID
+	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pod %s/%s: %v", ns, name, err)
+	}
+	err := cmd.Wait()
+	got := string(jobLog.Bytes())
+	t.Logf("run: %v; job log %q", err, got)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != standInSystemFailure {
+		t.Fatalf("run: %v; want the system failure code %d", err, standInSystemFailure)
+	}
+	i := strings.IndexByte(got, '\n')
+	if i < 0 || !regexp.MustCompile(`^1\.2\.3\.(\d+\.)*$`).MatchString(got[:i]) {
+		t.Fatalf("the job log does not start with the script's bytes and a newline: %q", got)
+	}
+	lines := driverLines(t, got[i+1:])
+	if len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "ERROR: tether: stage step_script in pod "+ns+"/"+name) {
+		t.Fatalf("the driver's lines after the output: %q; want an ERROR line naming the stage and pod last", lines)
+	}
+	r.cleanup(ctx)
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
 }
