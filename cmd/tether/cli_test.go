@@ -16,14 +16,14 @@ func TestCombinedShortFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !f.Quiet || f.Namespace != "ci" || len(f.After) != 1 || f.After[0] != "b.sh" || !f.ReadOnlyRoot.set || !f.ReadOnlyRoot.v {
+	if !f.Quiet || f.Namespace != "ci" || len(f.After) != 1 || f.After[0] != "b.sh" || f.ReadOnlyRoot == nil || !*f.ReadOnlyRoot {
 		t.Fatalf("flags %+v", f)
 	}
 	if strings.Join(pos, " ") != "a.sh --c.sh" {
 		t.Fatalf("positional %q, want a.sh --c.sh", pos)
 	}
 	var g runFlags
-	if _, err := parseArgs(newRunFlagSet(&g), []string{"--read-only-root=false", "-v", "a.sh"}); err != nil || !g.ReadOnlyRoot.set || g.ReadOnlyRoot.v || !g.Verbose {
+	if _, err := parseArgs(newRunFlagSet(&g), []string{"--read-only-root=false", "-v", "a.sh"}); err != nil || g.ReadOnlyRoot == nil || *g.ReadOnlyRoot || !g.Verbose {
 		t.Fatalf("--read-only-root=false -v: %v %+v", err, g)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-ci/tether/settings"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -41,19 +43,19 @@ cpu: 2
 	if _, err := parseArgs(fs, []string{"--config", path, "--namespace", "cli-ns", "--label", "from=cli", "s.sh"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyConfigFile(fs, f.Config); err != nil {
+	if err := f.Pod.Complete(fs); err != nil {
 		t.Fatal(err)
 	}
 	if f.Image != "alpine:3" || f.Timeout != 30*time.Minute || !f.Keep || f.Memory != "64Mi" || f.CPU != "2" || f.IdleTimeout != 90*time.Second {
 		t.Errorf("scalars not set: %+v", f)
 	}
-	if !slices.Equal(f.Env, stringList{"A=1", "B=2"}) || !slices.Equal(f.Tolerations, stringList{"gpu:NoSchedule"}) || !slices.Equal(f.NodeSelector, stringList{"pool=gpu"}) {
+	if !slices.Equal(f.Env, settings.StringList{"A=1", "B=2"}) || !slices.Equal(f.Tolerations, settings.StringList{"gpu:NoSchedule"}) || !slices.Equal(f.NodeSelector, settings.StringList{"pool=gpu"}) {
 		t.Errorf("lists not set: env %v tolerations %v node-selector %v", f.Env, f.Tolerations, f.NodeSelector)
 	}
-	if !slices.Equal(f.Annotations, stringList{"a=one", "b=2"}) {
+	if !slices.Equal(f.Annotations, settings.StringList{"a=one", "b=2"}) {
 		t.Errorf("a map for a K=V flag: annotations %v, want a=one and b=2 in key order", f.Annotations)
 	}
-	if f.Namespace != "cli-ns" || !slices.Equal(f.Labels, stringList{"from=cli"}) {
+	if f.Namespace != "cli-ns" || !slices.Equal(f.Labels, settings.StringList{"from=cli"}) {
 		t.Errorf("command line did not win: namespace %q labels %v", f.Namespace, f.Labels)
 	}
 }
@@ -80,14 +82,14 @@ func TestConfigFileErrors(t *testing.T) {
 		if _, err := parseArgs(fs, []string{"--config", path, "s.sh"}); err != nil {
 			t.Fatal(err)
 		}
-		err := applyConfigFile(fs, f.Config)
+		err := f.Pod.Complete(fs)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%q: error %v; want one naming %s and %q", tc.body, err, path, tc.want)
 		}
 	}
 	var f runFlags
 	fs := newRunFlagSet(&f)
-	if err := applyConfigFile(fs, filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "--config: read the config file") {
+	if err := settings.ApplyFile(fs, filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "--config: read the config file") {
 		t.Errorf("missing file: %v", err)
 	}
 }

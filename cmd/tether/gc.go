@@ -17,6 +17,7 @@ import (
 
 	"github.com/tether-ci/tether/internal/gc"
 	"github.com/tether-ci/tether/internal/version"
+	"github.com/tether-ci/tether/settings"
 )
 
 // Exit codes of `tether gc`: 0 all went well (malformed TTLs and objects
@@ -50,7 +51,7 @@ Examples:
 
 // gcFlags are the flags of `tether gc`.
 type gcFlags struct {
-	Namespaces    stringList
+	Namespaces    settings.StringList
 	AllNamespaces bool
 	DryRun        dryRunFlag
 	Selector      string

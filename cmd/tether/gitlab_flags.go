@@ -13,14 +13,15 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/contract"
 	"github.com/tether-ci/tether/internal/gitlab"
+	"github.com/tether-ci/tether/settings"
 )
 
 // gitlabFlags are the driver's settings: flags of `tether gitlab`, or keys
 // of its config file (--config, default $TETHER_CONFIG), the same names and
-// file format as `tether run` (configfile.go). The pod-shaping ones are
-// tether run's own (shapingFlags).
+// file format as `tether run` (settings.ApplyFile). The pod-shaping ones are
+// tether run's own (settings.Pod).
 type gitlabFlags struct {
-	shapingFlags
+	settings.Pod
 	Namespace, Kubeconfig, Context string
 	// Image is the build image of jobs that name none.
 	Image string
@@ -30,7 +31,7 @@ type gitlabFlags struct {
 	// gitlab-runner-helper ("none": every stage in the build container).
 	GitLabHelperImage string
 	// HelperResources are the helper container's (--gitlab-helper-cpu, …).
-	HelperResources resourceFlags
+	HelperResources settings.Resources
 	PullPolicy      string
 	// AllowedPullPolicies are the pull policies a job may choose for its
 	// images (image:pull_policy in .gitlab-ci.yml), in Kubernetes' names
@@ -58,7 +59,7 @@ const gitlabNoHelper = "none"
 // newGitlabFlagSet returns the FlagSet of `tether gitlab` bound to f.
 func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
 	fs := newFlagSet("tether gitlab")
-	registerShapingFlags(fs, &f.shapingFlags)
+	f.Pod.AddFlags(fs)
 	fs.StringVarP(&f.Namespace, "namespace", "n", "", "Kubernetes `NAMESPACE` of the job pods (default: the kubeconfig's)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
@@ -66,8 +67,7 @@ func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
 	fs.StringVar(&f.HelperImage, "helper-image", contract.DefaultHelperImage(), "image that carries tether-shim")
 	fs.StringVar(&f.GitLabHelperImage, "gitlab-helper-image", gitlab.DefaultHelperImage,
 		"image of the helper container that runs the stages needing git or gitlab-runner-helper (sources, caches, artifacts); ${NAME} is the job variable NAME, e.g. ${CI_RUNNER_VERSION}; none: every stage in the build container")
-	f.HelperResources.prefix = "gitlab-helper-"
-	f.HelperResources.register(fs, "the helper container")
+	f.HelperResources.AddFlags(fs, "gitlab-helper-", "the helper container")
 	fs.StringVar(&f.PullPolicy, "pull-policy", "", "image pull `POLICY` of the job pods: Always, IfNotPresent or Never (default: Kubernetes')")
 	fs.StringSliceVar(&f.AllowedPullPolicies, "allowed-pull-policies", nil, "pull `POLICY` a job may choose for its image and services (pull_policy in .gitlab-ci.yml): always, if-not-present or never; comma-separated or repeatable (default: pull-policy alone; none when it is unset, and a job that chooses one fails)")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 30*time.Minute, "the job pod ends itself when no stage runs and no driver process attached for this long (0 = never)")
@@ -90,7 +90,7 @@ func parseGitlabFlags(f *gitlabFlags, args []string, getenv func(string) string)
 	if f.Config == "" {
 		f.Config = getenv("TETHER_CONFIG")
 	}
-	if err := applyConfigFile(fs, f.Config); err != nil {
+	if err := f.Pod.Complete(fs); err != nil {
 		return nil, fmt.Errorf("the driver config: %w", err)
 	}
 	return pos, f.validate()

@@ -113,7 +113,7 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 	if spec.Image == "" {
 		return spec, fmt.Errorf("the job names no image (image: in its .gitlab-ci.yml) and the driver config sets no default: set image: in %s, or pass --image", cfg.where())
 	}
-	if err := cfg.shapingFlags.apply(&spec); err != nil {
+	if err := cfg.Pod.ApplyTo(&spec); err != nil {
 		return spec, fmt.Errorf("the driver config: %w", err)
 	}
 	if spec.Labels == nil {
@@ -124,7 +124,7 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 			spec.Labels[label] = val
 		}
 	}
-	svcResources, err := cfg.ServiceResources.parse()
+	svcResources, err := cfg.Pod.ServiceRequirements()
 	if err != nil {
 		return spec, fmt.Errorf("the driver config: %w", err)
 	}
@@ -157,7 +157,7 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 		return spec, err
 	}
 	if helper != "" {
-		res, err := cfg.HelperResources.parse()
+		res, err := cfg.HelperResources.Requirements()
 		if err != nil {
 			return spec, fmt.Errorf("the driver config: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/gitlab"
+	"github.com/tether-ci/tether/settings"
 )
 
 // --termination-grace-period takes GitLab's seconds or a duration, from
@@ -82,18 +83,18 @@ func TestTerminationGracePeriodSetting(t *testing.T) {
 
 // tether run takes the same flag: on the pod, and refused with --local.
 func TestRunTerminationGracePeriodFlag(t *testing.T) {
-	f := shapingFlags{}
+	f := settings.Pod{}
 	fs := newFlagSet("t")
-	registerShapingFlags(fs, &f)
+	f.AddFlags(fs)
 	if _, err := parseArgs(fs, []string{"--termination-grace-period", "9"}); err != nil {
 		t.Fatal(err)
 	}
 	var spec kube.Spec
-	if err := f.apply(&spec); err != nil {
+	if err := f.ApplyTo(&spec); err != nil {
 		t.Fatal(err)
 	}
-	if spec.TerminationGracePeriod != 9*time.Second || !f.any() {
-		t.Errorf("grace %s, any %v; want 9s, true", spec.TerminationGracePeriod, f.any())
+	if spec.TerminationGracePeriod != 9*time.Second || !f.IsSet() {
+		t.Errorf("grace %s, any %v; want 9s, true", spec.TerminationGracePeriod, f.IsSet())
 	}
 	dir := t.TempDir()
 	writeScript(t, dir, "job.sh", "echo hi\n")

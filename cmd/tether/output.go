@@ -386,20 +386,6 @@ func parseArgs(fs *pflag.FlagSet, args []string) ([]string, error) {
 	return fs.Args(), nil
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string { return strings.Join(*s, ",") }
-
-// Type names the value in the help text.
-func (s *stringList) Type() string { return "VALUE" }
-
-// Set appends v.
-func (s *stringList) Set(v string) error {
-	*s = append(*s, v)
-	return nil
-}
-
 // exitCodesHelp lists tether's exit codes for every command's --help.
 const exitCodesHelp = `
 Exit codes:

@@ -16,6 +16,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/protocol"
+	"github.com/tether-ci/tether/settings"
 
 	"github.com/tether-ci/tether/internal/contract"
 )
@@ -30,7 +31,7 @@ type runFlags struct {
 	Docker bool
 
 	// After are the after-scripts (--after, repeatable), absolute paths.
-	After stringList
+	After settings.StringList
 	// Scripts are the main scripts (positional), absolute paths.
 	Scripts []string
 
@@ -44,11 +45,11 @@ type runFlags struct {
 	// AfterTimeout (--after-timeout) is the after-scripts' budget once the
 	// timeout stopped the main scripts; 0 = they do not run then.
 	AfterTimeout time.Duration
-	TTL          time.Duration // --ttl: pod TTL annotation for `tether gc`; 0 = timeout + 15m
-	Env          stringList    // --env K=V (repeatable), validated
+	TTL          time.Duration       // --ttl: pod TTL annotation for `tether gc`; 0 = timeout + 15m
+	Env          settings.StringList // --env K=V (repeatable), validated
 	// MaskEnv (--mask-env NAME, repeatable) names variables (from --env, else
 	// tether's environment) whose values the shim masks in the output.
-	MaskEnv stringList
+	MaskEnv settings.StringList
 	// maskValues are MaskEnv's values, set by validate.
 	maskValues  []string
 	Kubeconfig  string        // --kubeconfig ("" = KUBECONFIG / ~/.kube/config / in-cluster)
@@ -58,12 +59,10 @@ type runFlags struct {
 	IdleTimeout time.Duration // --idle-timeout: the shim exits when idle and unpinged this long
 
 	// Kubernetes pod security (kube.Spec.Restricted and SecurityContext).
-	Restricted   bool    // --restricted: pass the Pod Security Standard "restricted"
-	RunAsUser    uidFlag // --run-as-user: the build container's user ID
-	ReadOnlyRoot optBool // --read-only-root[=false]: read-only root filesystem (an emptyDir at /tmp)
+	settings.Security
 
-	// Pod shaping (run_shaping.go).
-	shapingFlags
+	// Pod shaping, shared with every integration.
+	settings.Pod
 	// OutputLimit is --output-limit (output_limit.go).
 	OutputLimit outputLimit
 	// How the shim runs the scripts (run_engine.go).
@@ -105,7 +104,7 @@ func newRunFlagSet(f *runFlags) *pflag.FlagSet {
 	fs := newFlagSet("tether run")
 
 	f.logFlags.register(fs)
-	registerShapingFlags(fs, &f.shapingFlags)
+	f.Pod.AddFlags(fs)
 	f.OutputLimit.register(fs)
 	registerEngineFlags(fs, &f.engineFlags)
 	fs.BoolVar(&f.Local, "local", false, "run the shim as a local child process (no cluster)")
@@ -124,9 +123,7 @@ func newRunFlagSet(f *runFlags) *pflag.FlagSet {
 	fs.StringVar(&f.HelperImage, "helper-image", contract.DefaultHelperImage(), "image that carries tether-shim (for --kube and --docker)")
 	fs.BoolVar(&f.Keep, "keep", false, "keep the pod/container after the job")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 10*time.Minute, "the shim exits when no script runs and no client pinged it for this long (0 = never)")
-	fs.BoolVar(&f.Restricted, "restricted", false, "make the pod pass the Pod Security Standard \"restricted\": non-root (user 65532 unless --run-as-user), no capabilities or privilege escalation, RuntimeDefault seccomp, read-only root with /tmp an emptyDir (Kubernetes)")
-	fs.Var(&f.RunAsUser, "run-as-user", "run the build container as user `UID` (Kubernetes; with --restricted not 0)")
-	fs.Var(&f.ReadOnlyRoot, "read-only-root", "make the build container's root filesystem read-only, with an emptyDir at /tmp (Kubernetes; implied by --restricted, which --read-only-root=false overrides)")
+	f.Security.AddFlags(fs)
 	return fs
 }
 
@@ -142,7 +139,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	if err := applyConfigFile(fs, f.Config); err != nil {
+	if err := f.Pod.Complete(fs); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
 	if err := f.validate(pos); err != nil {
@@ -215,13 +212,16 @@ func (f *runFlags) validate(pos []string) error {
 	if err := f.engineFlags.validate(); err != nil {
 		return err
 	}
-	if err := f.validateSecurity(); err != nil {
+	if f.Security.IsSet() && (f.Local || f.Docker) {
+		return errors.New("--restricted, --run-as-user and --read-only-root apply to Kubernetes pods only, not to --local or --docker")
+	}
+	if err := f.Security.Validate(); err != nil {
 		return err
 	}
-	if f.shapingFlags.any() && (f.Local || f.Docker) {
+	if f.Pod.IsSet() && (f.Local || f.Docker) {
 		return errors.New("the pod-shaping flags (--cpu, --memory, --requests, --limits, --node-selector, --toleration, --pull-secret, --service-account, --service, --volume, --label, --annotation) apply to Kubernetes pods only")
 	}
-	if err := f.shapingFlags.apply(&kube.Spec{}); err != nil {
+	if err := f.Pod.Validate(); err != nil {
 		return err
 	}
 	if f.Timeout < 0 || f.TTL < 0 || f.IdleTimeout < 0 || f.AfterTimeout < 0 {

@@ -64,8 +64,8 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 	if f.AfterTimeout == 0 {
 		spec.AfterTimeout = -1 // none: the flag's 0 means the after-scripts do not run after the timeout
 	}
-	f.applySecurity(&spec)
-	if err := f.shapingFlags.apply(&spec); err != nil {
+	f.Security.ApplyTo(&spec)
+	if err := f.Pod.ApplyTo(&spec); err != nil {
 		log.Error("invalid pod-shaping flag", "err", err)
 		return exitUsage
 	}

@@ -50,7 +50,7 @@ func specFor(t *testing.T, args ...string) *kube.Objects {
 		t.Fatal(err)
 	}
 	spec := kube.Spec{Namespace: "ci", Image: f.Image, Scripts: []kube.Script{{Name: "a.sh", Content: []byte("echo hi\n")}}}
-	f.applySecurity(&spec)
+	f.Security.ApplyTo(&spec)
 	objs, err := kube.Build(spec)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package settings
 
 import (
 	"bytes"
@@ -13,45 +13,40 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// configFlag is the flag that names a config file of flag values.
-const configFlag = "config"
+// ConfigFlag is the flag (Pod.Config) that names a config file of flag
+// values; the file itself may not set it.
+const ConfigFlag = "config"
 
-// applyConfigFile sets the flags of fs from the YAML file at path (nothing
-// when path is empty). Its top-level keys are long flag names; a value is a
+// ApplyFile sets the flags of fs from the YAML file at path (nothing when
+// path is empty). Its top-level keys are long flag names; a value is a
 // string, number or bool, or for a repeatable flag (one whose usage says
 // "repeatable") a list of them, each set in turn, or a map, set as one
-// K=V value per key. Flags given on the command
-// line win: a key whose flag fs.Parse already set is left alone. An unknown
-// key, a list for a flag that takes one value, a nested map, a null, or a
-// value the flag rejects is an error naming the key and the file. Call it
-// after fs.Parse, with any FlagSet: every flag registered on it is
-// configurable.
-func applyConfigFile(fs *pflag.FlagSet, path string) error {
+// K=V value per key. Flags given on the command line win: a key whose
+// flag fs.Parse already set is left alone. An unknown key, a list for a
+// flag that takes one value, a nested map, a null, or a value the flag
+// rejects is an error naming the key and the file. Call it after
+// fs.Parse, with any FlagSet: every flag registered on it is configurable.
+func ApplyFile(fs *pflag.FlagSet, path string) error {
 	if path == "" {
 		return nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("--%s: read the config file: %w", configFlag, err)
+		return fmt.Errorf("--%s: read the config file: %w", ConfigFlag, err)
 	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return fmt.Errorf("--%s %s: not valid YAML: %w", configFlag, path, err)
+		return fmt.Errorf("--%s %s: not valid YAML: %w", ConfigFlag, path, err)
 	}
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return fmt.Errorf("--%s %s: want a map of flag names to values: %w", configFlag, path, err)
+		return fmt.Errorf("--%s %s: want a map of flag names to values: %w", ConfigFlag, path, err)
 	}
-	keys := make([]string, 0, len(doc))
-	for k := range doc {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(doc)) {
 		fl := fs.Lookup(key)
-		if fl == nil || key == configFlag {
+		if fl == nil || key == ConfigFlag {
 			return fmt.Errorf("%s: unknown key %q%s: keys are the long names of %s's flags (%s --help)", path, key, didYouMean(fs, key), fs.Name(), fs.Name())
 		}
 		if fl.Changed {
@@ -109,6 +104,7 @@ func configValues(v any, repeatable bool) ([]string, error) {
 	return []string{s}, nil
 }
 
+// configScalar is one config value as a flag value.
 func configScalar(v any) (string, error) {
 	switch v := v.(type) {
 	case string:

@@ -1,4 +1,4 @@
-package main
+package settings
 
 import (
 	"errors"
@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// graceFlag is a --termination-grace-period value: whole seconds ("30", as
+// Grace is a --termination-grace-period value: whole seconds ("30", as
 // GitLab's pod_termination_grace_period_seconds) or a Go duration ("30s",
-// "1m"); 0 means "not set" (Kubernetes' default applies).
-type graceFlag time.Duration
+// "1m"), from 1s to 24h; 0 means "not set" (Kubernetes' default applies).
+type Grace time.Duration
 
 // String returns the value as a Go duration ("" when unset, so the help
 // text shows no default of its own beside Kubernetes').
-func (g *graceFlag) String() string {
+func (g *Grace) String() string {
 	if *g == 0 {
 		return ""
 	}
@@ -22,12 +22,12 @@ func (g *graceFlag) String() string {
 }
 
 // Type names the value in the help text.
-func (g *graceFlag) Type() string { return "SECONDS|DURATION" }
+func (g *Grace) Type() string { return "SECONDS|DURATION" }
 
 // Set parses whole seconds or a duration of whole seconds, at least 1s.
 // (0 is refused: a pod with terminationGracePeriodSeconds 0 is removed from
 // the API at once, before its containers have stopped.)
-func (g *graceFlag) Set(s string) error {
+func (g *Grace) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if n, nerr := strconv.ParseInt(s, 10, 64); nerr == nil {
 		d, err = time.Duration(n)*time.Second, nil
@@ -35,9 +35,19 @@ func (g *graceFlag) Set(s string) error {
 			d = maxGrace + time.Second
 		}
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return errors.New("want whole seconds (30) or a duration (30s, 2m)")
+	}
+	if err := checkGrace(d); err != nil {
+		return err
+	}
+	*g = Grace(d)
+	return nil
+}
+
+// checkGrace checks a grace that is set: whole seconds, 1s to maxGrace.
+func checkGrace(d time.Duration) error {
+	switch {
 	case d < time.Second:
 		return errors.New("want at least 1s (Kubernetes removes a pod with a grace of 0 before its containers stop)")
 	case d%time.Second != 0:
@@ -45,7 +55,6 @@ func (g *graceFlag) Set(s string) error {
 	case d > maxGrace:
 		return fmt.Errorf("want at most %s", maxGrace)
 	}
-	*g = graceFlag(d)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package main
+package settings
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 func didYouMean(fs *pflag.FlagSet, name string) string {
 	best, bestDist := "", 3
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Name == configFlag {
+		if f.Name == ConfigFlag {
 			return
 		}
 		if d := editDistance(name, f.Name); d < bestDist && d < len(name) {
