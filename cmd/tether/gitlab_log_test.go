@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/protocol"
 )
 
 // structured matches a slog record in text or JSON form.
@@ -157,5 +158,33 @@ func TestGitLabStageNotices(t *testing.T) {
 		!strings.Contains(got[1], "the rest of the stage's output was read from the container's log") ||
 		got[2] != "WARNING: tether: the shim in pod ci/p rejected a command: unknown command" {
 		t.Fatalf("notices %q", got)
+	}
+}
+
+// How a stage ended is one line at most: a cancel (four lines once) says
+// the signal and the script's code; a timeout's note is not repeated as
+// an error; a success says nothing.
+func TestGitLabOutcomeLine(t *testing.T) {
+	cancelled := client.Result{ExitCode: 143, Cancelled: true, Statuses: []protocol.Status{{CommandExitCode: 143, Error: "cancelled by the client"}}}
+	cancelErr := errors.New("job cancelled: received SIGTERM")
+	sigterm := errors.New("received SIGTERM")
+	deadline := client.Result{ExitCode: 124, Exit: &protocol.Exit{Reason: protocol.ReasonDeadline}}
+	lost := errors.New("no result")
+	for _, tc := range []struct {
+		name string
+		res  client.Result
+		err  error
+		want string
+	}{
+		{"success", client.Result{}, nil, ""},
+		{"script failed", client.Result{ExitCode: 3}, nil, ""},
+		{"cancelled", cancelled, cancelErr, "WARNING: tether: stage build_script was cancelled (received SIGTERM): its script was stopped and ended with exit code 143"},
+		{"deadline", deadline, lost, "ERROR: tether: the job's timeout (1m0s) passed: stage build_script was stopped"},
+		{"system", client.Result{}, lost, "ERROR: tether: stage build_script in pod ci/p (container build) failed: no result"},
+	} {
+		out := stageOutcome(tc.res, tc.err, time.Minute, 0, "build_script")
+		if got := outcomeLine("build_script", "pod ci/p", "build", out, tc.res, tc.err, sigterm); got != tc.want {
+			t.Errorf("%s: %q\nwant %q", tc.name, got, tc.want)
+		}
 	}
 }

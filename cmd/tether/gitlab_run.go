@@ -79,20 +79,14 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 	// A script whose last line has no newline: the driver's lines start
 	// on a line of their own.
 	_ = gate.End(gate)
-	where := fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name)
-	for _, line := range notices.lines(stage, where) {
-		fmt.Fprintln(gate, line)
-	}
 	out := stageOutcome(res, err, job.Timeout(), stageJob.Timeout, stage)
-	switch {
-	case out.note != "":
-		fmt.Fprintf(gate, "ERROR: tether: %s\n", out.note)
-	case out.system:
-		fmt.Fprintf(gate, "ERROR: tether: stage %s in %s (container %s) failed: %v\n", stage, where, pod.Container, err)
-	case res.Cancelled:
-		fmt.Fprintf(gate, "WARNING: tether: stage %s was cancelled (%v)%s\n", stage, context.Cause(ctx), cancelledCode(res))
-	case err != nil:
-		fmt.Fprintf(gate, "ERROR: tether: stage %s in %s ended: %v\n", stage, where, err)
+	where := fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name)
+	lines := notices.lines(stage, where)
+	if line := outcomeLine(stage, where, pod.Container, out, res, err, context.Cause(ctx)); line != "" {
+		lines = append(lines, line)
+	}
+	for _, line := range lines {
+		fmt.Fprintln(gate, line)
 	}
 	switch {
 	case out.system:
@@ -224,6 +218,24 @@ func withoutInterpreter(script []byte) []byte {
 		return script[i:]
 	}
 	return nil
+}
+
+// outcomeLine is the job-log line that says how a stage ended when its
+// output cannot ("" for none): the outcome's note (a timeout, a kill for
+// memory, a script that could not start), a system failure, a cancel (by
+// cause, the signal the runner sent), or another error.
+func outcomeLine(stage, where, container string, out stageResult, res client.Result, err, cause error) string {
+	switch {
+	case out.note != "":
+		return "ERROR: tether: " + out.note
+	case out.system:
+		return fmt.Sprintf("ERROR: tether: stage %s in %s (container %s) failed: %v", stage, where, container, err)
+	case res.Cancelled:
+		return fmt.Sprintf("WARNING: tether: stage %s was cancelled (%v)%s", stage, cause, cancelledCode(res))
+	case err != nil:
+		return fmt.Sprintf("ERROR: tether: stage %s in %s ended: %v", stage, where, err)
+	}
+	return ""
 }
 
 // cancelledCode says how a cancelled stage's script ended, if it reported.
