@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -102,4 +103,20 @@ type teeOutput struct {
 func (w teeOutput) Write(p []byte) (int, error) {
 	w.copy.Write(p)
 	return w.gate.Write(p)
+}
+
+// A notice written while the job's line is open comes after that line.
+func ExampleLineGate() {
+	var screen strings.Builder // the output and the notices on one screen
+	gate := client.NewLineGate(&screen)
+	notices := gate.Notices(&screen)
+	fmt.Fprint(gate, "compiling...")
+	fmt.Fprintln(notices, "NOTICE: the connection broke; resumed")
+	fmt.Fprint(gate, " done\nlinking")
+	_ = gate.End(&screen) // the job ended inside a line: a newline first
+	fmt.Print(screen.String())
+	// Output:
+	// compiling... done
+	// NOTICE: the connection broke; resumed
+	// linking
 }
