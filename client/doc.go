@@ -59,4 +59,14 @@
 //
 // Attach follows a job that another process submitted, for example after a
 // runner restart.
+//
+// # Output and a runner's own notices
+//
+// A runner that shows the job's output and its own notices (reconnects, a
+// summary) on one screen, or merges them into one CI log, wraps its output
+// in a LineGate and writes the notices through LineGate.Notices: a notice
+// written while the job's last line is open waits for that line's newline,
+// or for LineGate.End, so it never lands inside one of the job's lines.
+// Events (EventDisconnected, EventConnected, EventLogReplay) tell the
+// runner what happened to the connection, to say once, after the output.
 package client

@@ -25,6 +25,11 @@ const (
 	EventShimError
 	// EventShimExit: the shim wrote its final record (Exit, Message).
 	EventShimExit
+	// EventLogReplay: the shim cannot be reached any more (its container
+	// ended) before the job's result came; the session reads the rest of
+	// the job from the shim's log (the transport's LogSource), from
+	// Offset on.
+	EventLogReplay
 )
 
 func (k EventKind) String() string {
@@ -41,6 +46,8 @@ func (k EventKind) String() string {
 		return "shim-error"
 	case EventShimExit:
 		return "shim-exit"
+	case EventLogReplay:
+		return "log-replay"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -61,4 +68,6 @@ type Event struct {
 	Exit protocol.Exit
 	// Message is the shim's explanation (EventShimError, EventShimExit).
 	Message string
+	// Offset is the stream offset the log is read from (EventLogReplay).
+	Offset int64
 }

@@ -47,7 +47,8 @@ func (s *session) readLog(ctx context.Context, ls LogSource) error {
 		return fmt.Errorf("read the shim's log: %w", err)
 	}
 	defer rc.Close()
-	s.log.Info("the shim is gone; reading its output from its log", "from", s.st.next)
+	s.emit(Event{Kind: EventLogReplay, Offset: s.st.next})
+	s.log.Debug("the shim is gone; reading its output from its log", "from", s.st.next)
 	c := &connState{
 		conn:       logConn{r: &logRecords{br: bufio.NewReaderSize(rc, 4*protocol.MaxRecord), from: s.st.next}, c: rc},
 		sendq:      make(chan outMsg, 32), // commands go nowhere: nobody is left to run them

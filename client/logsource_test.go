@@ -108,10 +108,21 @@ func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 			var out bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
+			var replays []client.Event
 			res, err := client.Run(ctx, l, client.Job{Scripts: []string{"/s.sh"}}, client.Options{
-				Output: &out, ReconnectMin: time.Millisecond, ReconnectMax: 10 * time.Millisecond})
+				Output: &out, ReconnectMin: time.Millisecond, ReconnectMax: 10 * time.Millisecond,
+				Events: func(ev client.Event) {
+					if ev.Kind == client.EventLogReplay {
+						replays = append(replays, ev)
+					}
+				}})
 			if l.opened != 1 {
 				t.Fatalf("the log was opened %d times, want once", l.opened)
+			}
+			// The integration learns that the rest came from the log, from
+			// the offset the live output reached.
+			if len(replays) != 1 || replays[0].Offset <= 0 {
+				t.Fatalf("log-replay events %+v", replays)
 			}
 			if tc.wantErr != "" {
 				if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), tc.wantErr) {

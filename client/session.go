@@ -163,7 +163,7 @@ func newSession(t Transport, opts Options) (*session, error) {
 		limit = &limitWriter{w: opts.Output, left: opts.OutputLimit}
 		opts.Output = limit
 	}
-	st := &stream{output: opts.Output, vec: vectorWriterFor(opts.Output), events: opts.Events, log: opts.Logger, exitShim: opts.ExitShim}
+	st := &stream{output: opts.Output, vec: outputVectorWriter(opts.Output), events: opts.Events, log: opts.Logger, exitShim: opts.ExitShim}
 	return &session{t: t, opts: opts, log: opts.Logger, st: st, limit: limit}, nil
 }
 
@@ -187,7 +187,7 @@ func (s *session) noteCancel(ctx context.Context) {
 	s.cancelID = "cancel-" + randomHex(8)
 	s.cancelBy = time.Now().Add(s.opts.CancelTimeout)
 	s.cancelTimer = time.NewTimer(s.opts.CancelTimeout)
-	s.log.Info("cancelling the job", "cause", s.cancelCause)
+	s.log.Debug("cancelling the job", "cause", s.cancelCause)
 }
 
 // cancelExpired returns a channel that fires when the cancel timeout
@@ -232,7 +232,7 @@ func (s *session) run(ctx context.Context) (Result, error) {
 			}
 			lastErr = end.err
 			s.emit(Event{Kind: EventDisconnected, Attempt: s.attempts, Err: end.err})
-			s.log.Warn("connection to the shim lost", "attempt", s.attempts, "offset", s.st.next, "err", end.err)
+			s.log.Debug("connection to the shim lost", "attempt", s.attempts, "offset", s.st.next, "err", end.err)
 			if end.synced {
 				unreachableSince = time.Now()
 				backoff = s.opts.ReconnectMin

@@ -31,7 +31,9 @@ $TETHER_CONFIG; the command line wins), named as tether run's flags:
 namespace, kubeconfig, context, image (for jobs without one), helper-image,
 gitlab-helper-image (git, caches, artifacts; "none": all in the build
 container), pull-policy, idle-timeout, ttl-margin, builds-dir, cache-dir, shell (runs
-every stage script; default: bash where the container has it, else sh), and
+every stage script; default: bash where the container has it, else sh),
+verbose (-v), log-format and log-file (the driver's structured log, written
+only when one of them is set: to log-file, else into the job log), and
 the pod shaping of tether run: cpu,
 memory, requests, limits, node-selector, toleration, pull-secret,
 service-account, service, volume, label, annotation, pod-patch,
@@ -78,13 +80,27 @@ func gitlabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "tether gitlab %s: want %d arguments, got %d\n\n%s", sub, n, len(pos), gitlabUsage)
 		return codes.SystemFailure
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The driver's own structured log, only where a setting asks for it:
+	// by default the job log gets plain sentences alone.
+	log, closeLog, err := f.logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "ERROR: tether gitlab %s: %v\n", sub, err)
+		return codes.SystemFailure
+	}
+	defer func() {
+		if err := closeLog(); err != nil {
+			fmt.Fprintf(stderr, "WARNING: tether gitlab %s: log-file: %v\n", sub, err)
+		}
+	}()
+	log = log.With("command", sub, "job", gitlab.Env(os.Getenv, "CI_JOB_ID"))
+	f.log = log
 	switch sub {
 	case "config":
 		return gitlabConfigCmd(&f, stdout, stderr, codes)
 	case "prepare":
 		return gitlabPrepare(ctx, &f, stdout, codes)
 	case "run":
+		log = log.With("stage", pos[1])
 		return gitlabRun(ctx, &f, pos[0], pos[1], stdout, stderr, log, codes)
 	default:
 		return gitlabCleanup(ctx, &f, stderr, log, codes)

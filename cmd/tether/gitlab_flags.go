@@ -48,6 +48,9 @@ type gitlabFlags struct {
 	// Empty: bash where the container has it, else sh (the shim's choice
 	// for a script without #!), as GitLab's Kubernetes executor does.
 	Shell string
+	// Log settings (gitlab_log.go): the driver's own structured log,
+	// written only when one of them asks for it.
+	gitlabLogFlags
 }
 
 // gitlabNoHelper is the GitLabHelperImage that turns the helper container off.
@@ -71,6 +74,7 @@ func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
 	fs.DurationVar(&f.TTLMargin, "ttl-margin", kube.DefaultTTLMargin, "the pod's TTL (after which tether gc deletes it) is the job's timeout plus this (no timeout: 24h)")
 	fs.StringVar(&f.BuildsDir, "builds-dir", "/builds", "builds_dir: where the project is checked out, a volume shared by the build and helper containers")
 	fs.StringVar(&f.CacheDir, "cache-dir", "/cache", "cache_dir: where caches are kept, a volume shared by the build and helper containers")
+	f.gitlabLogFlags.register(fs)
 	fs.StringVar(&f.Shell, "shell", "", "runs every stage script, whatever its #! line (absolute path in the images; default: bash where the container has it, else sh, as GitLab's Kubernetes executor)")
 	return fs
 }
@@ -116,6 +120,9 @@ func (f *gitlabFlags) validate() error {
 			return fmt.Errorf("allowed-pull-policies: %w", err)
 		}
 		f.AllowedPullPolicies[i] = k
+	}
+	if err := f.gitlabLogFlags.validate(); err != nil {
+		return err
 	}
 	if f.IdleTimeout < 0 {
 		return errors.New("idle-timeout must not be negative")

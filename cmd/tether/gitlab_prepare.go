@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 
@@ -42,7 +41,7 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 	if err != nil {
 		return fail("%v", err)
 	}
-	jobLog := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	jobLog := cfg.jobLog(stdout)
 	pod, _, server, err := gitlabPod(cfg, jobLog)
 	if err != nil {
 		return fail("%v", err)

@@ -27,31 +27,31 @@ import (
 func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdout, stderr io.Writer, log *slog.Logger, codes gitlab.ExitCodes) int {
 	content, err := os.ReadFile(script)
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: the stage script: %v\n", err)
+		fmt.Fprintf(stderr, "ERROR: tether: stage %s: the stage script: %v\n", stage, err)
 		return codes.SystemFailure
 	}
 	if !gitlab.KnownStage(stage) {
-		log.Warn("unknown stage; running it in the build container", "stage", stage)
+		fmt.Fprintf(stderr, "WARNING: tether: unknown stage %s: running it in the build container\n", stage)
 	}
 	job, err := gitlab.ReadJob(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
+		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
 	}
 	pod, transport, _, err := gitlabPod(cfg, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
+		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
 	}
 	helper, err := cfg.helperImage(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: %v\n", err)
+		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
 	}
 	// One read of the pod first: refused credentials or permissions fail
 	// the stage at once, where the attach would retry them for minutes.
 	if _, err := pod.Get(ctx); apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
-		fmt.Fprintf(stderr, "tether gitlab run: %v%s\n", err, apiAdvice(err))
+		fmt.Fprintf(stderr, "ERROR: tether: %v%s\n", err, apiAdvice(err))
 		return codes.SystemFailure
 	}
 	if helper != "" && gitlab.InHelper(stage) {
@@ -60,33 +60,45 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 	// Earlier stages' records stay in the shim's stream: start after them.
 	from, err := client.StreamEnd(ctx, transport(kube.TransportOptions{Logger: log}), 0, client.Options{Logger: log})
 	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: pod %s/%s container %s: %v\n", pod.Namespace, pod.Name, pod.Container, err)
+		fmt.Fprintf(stderr, "ERROR: tether: pod %s/%s container %s: %v\n", pod.Namespace, pod.Name, pod.Container, err)
 		return codes.SystemFailure
 	}
 	stageJob, warning := gitlabStageJob(stage, content, job, cfg, os.Getenv)
 	if warning != "" {
 		fmt.Fprintf(stdout, "WARNING: tether: %s\n", warning)
 	}
-	res, err := client.Run(ctx, transport(kube.TransportOptions{Logger: log}), stageJob, client.Options{Output: stdout, Logger: log, From: from})
+	// While the script runs, the job log is its output alone: what the
+	// driver must say comes after it, on lines of its own.
+	gate, ok := stdout.(*client.LineGate)
+	if !ok {
+		gate = client.NewLineGate(stdout)
+	}
+	notices := newStageNotices()
+	res, err := client.Run(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
+		client.Options{Output: gate, Logger: log, From: from, Events: notices.event})
+	// A script whose last line has no newline: the driver's lines start
+	// on a line of their own.
+	_ = gate.End(gate)
 	out := stageOutcome(res, err, job.Timeout(), stageJob.Timeout, stage)
-	if out.note != "" {
-		fmt.Fprintf(stdout, "\nERROR: tether: %s\n", out.note)
+	where := fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name)
+	lines := notices.lines(stage, where)
+	if line := outcomeLine(stage, where, pod.Container, out, res, err, context.Cause(ctx)); line != "" {
+		lines = append(lines, line)
+	}
+	for _, line := range lines {
+		fmt.Fprintln(gate, line)
 	}
 	switch {
 	case out.system:
-		fmt.Fprintf(stderr, "tether gitlab run: stage %s in pod %s/%s failed: %v\n", stage, pod.Namespace, pod.Name, err)
 		return codes.SystemFailure
 	case out.code == 0:
 		return 0
 	}
 	if codes.BuildExitCodeFile != "" {
 		if werr := os.WriteFile(codes.BuildExitCodeFile, []byte(strconv.Itoa(out.code)), 0o600); werr != nil {
-			log.Error("cannot write BUILD_EXIT_CODE_FILE", "err", werr)
+			fmt.Fprintf(gate, "ERROR: tether: cannot write the stage's exit code to BUILD_EXIT_CODE_FILE: %v\n", werr)
 			return codes.SystemFailure
 		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "tether gitlab run: stage %s of pod %s ended: %v\n", stage, pod.Name, err)
 	}
 	return codes.BuildFailure
 }
@@ -148,9 +160,10 @@ func stageOutcome(res client.Result, err error, timeout, stageTimeout time.Durat
 		out.code = 1
 	}
 	for _, st := range res.Statuses {
-		if st.Error != "" && st.CommandExitCode != 0 {
+		if st.Error != "" && st.CommandExitCode != 0 && !res.Cancelled {
 			// The shim could not run the script (its shell missing, say):
-			// the script wrote nothing to say so.
+			// the script wrote nothing to say so. (A cancelled script's
+			// error says it was cancelled: gitlab run says that itself.)
 			out.note = fmt.Sprintf("stage %s: %s", stage, st.Error)
 		}
 		if st.OOMKilled {
@@ -205,4 +218,30 @@ func withoutInterpreter(script []byte) []byte {
 		return script[i:]
 	}
 	return nil
+}
+
+// outcomeLine is the job-log line that says how a stage ended when its
+// output cannot ("" for none): the outcome's note (a timeout, a kill for
+// memory, a script that could not start), a system failure, a cancel (by
+// cause, the signal the runner sent), or another error.
+func outcomeLine(stage, where, container string, out stageResult, res client.Result, err, cause error) string {
+	switch {
+	case out.note != "":
+		return "ERROR: tether: " + out.note
+	case out.system:
+		return fmt.Sprintf("ERROR: tether: stage %s in %s (container %s) failed: %v", stage, where, container, err)
+	case res.Cancelled:
+		return fmt.Sprintf("WARNING: tether: stage %s was cancelled (%v)%s", stage, cause, cancelledCode(res))
+	case err != nil:
+		return fmt.Sprintf("ERROR: tether: stage %s in %s ended: %v", stage, where, err)
+	}
+	return ""
+}
+
+// cancelledCode says how a cancelled stage's script ended, if it reported.
+func cancelledCode(res client.Result) string {
+	if len(res.Statuses) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": its script was stopped and ended with exit code %d", res.ExitCode)
 }

@@ -180,6 +180,9 @@ func TestGitLabStageOutcome(t *testing.T) {
 		{"success", client.Result{}, nil, stageResult{}},
 		{"script failed", client.Result{ExitCode: 3}, nil, stageResult{code: 3}},
 		{"cancelled", client.Result{ExitCode: 143, Cancelled: true}, lost, stageResult{code: 143}},
+		// The cancel's status error is no note: run says the cancel itself.
+		{"cancelled script", client.Result{ExitCode: 143, Cancelled: true, Statuses: []protocol.Status{{CommandExitCode: 143, Error: "cancelled by the client"}}},
+			errors.New("job cancelled: received SIGTERM"), stageResult{code: 143}},
 		{"deadline", client.Result{ExitCode: 124, Exit: &protocol.Exit{Reason: protocol.ReasonDeadline}}, lost,
 			stageResult{code: 124, note: "the job's timeout (1m0s) passed: stage build_script was stopped"}},
 		{"script OOM", client.Result{ExitCode: 137, Statuses: []protocol.Status{{OOMKilled: true, MemoryLimit: 64 << 20}}}, nil,

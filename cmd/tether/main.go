@@ -24,26 +24,56 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/internal/version"
 	"github.com/tether-ci/tether/protocol"
 )
 
 func main() {
+	args := os.Args[1:]
+	gitlabDriver := len(args) > 0 && args[0] == "gitlab"
 	var stderr io.Writer = os.Stderr
-	if jsonLogRequested(os.Args[1:]) {
+	if !gitlabDriver && jsonLogRequested(args) {
 		// Every stderr line a JSON object, written before or after the
 		// flags are parsed.
 		stderr = newJSONLines(os.Stderr)
 	}
+	// The job's output goes to stdout byte-exact; tether's own lines on
+	// stderr wait while the output's last line is open, so a terminal (or
+	// a log) that shows both never gets one inside a line of the job's.
+	stdout := client.NewLineGate(os.Stdout)
+	notices := stdout.Notices(stderr)
+	signalNotices := notices
+	if gitlabDriver {
+		// The driver's job log is the runner's: a cancel is said once,
+		// after the stage's output (gitlab_run.go).
+		signalNotices = io.Discard
+	}
 	code := func() int {
-		ctx, stop := signalContext(withProgName(context.Background(), progName(os.Args[0])), stderr)
+		ctx, stop := signalContext(withProgName(context.Background(), progName(os.Args[0])), signalNotices)
 		defer stop()
-		return realMain(ctx, os.Args[1:], os.Stdout, stderr)
+		return realMain(ctx, args, stdout, notices)
 	}()
+	var newline io.Writer
+	if sameFile(os.Stdout, os.Stderr) {
+		newline = stderr // the output's open line shows where stderr writes next
+	}
+	_ = stdout.End(newline)
 	if j, ok := stderr.(*jsonLines); ok {
 		j.Flush()
 	}
 	os.Exit(code)
+}
+
+// sameFile reports whether a and b are the same file: one terminal, or
+// one file or pipe both write to (2>&1).
+func sameFile(a, b *os.File) bool {
+	sa, err := a.Stat()
+	if err != nil {
+		return false
+	}
+	sb, err := b.Stat()
+	return err == nil && os.SameFile(sa, sb)
 }
 
 const usageText = `tether runs CI job scripts in a tether-shim and streams their output byte-exact.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/protocol"
 )
 
 func TestOOMText(t *testing.T) {
@@ -61,5 +62,37 @@ func TestContainerOOMKilledExit(t *testing.T) {
 	}
 	if code := exitCode(client.Result{ExitCode: 0}, nil); code != 0 {
 		t.Errorf("a job that reported its result: exit code %d; want 0 whatever the container's reason", code)
+	}
+}
+
+// --quiet hides progress, never the one line that says why a job failed
+// when its output cannot: a script killed for memory (exit 137), killed
+// by another signal, or not started. A script that exited with a code of
+// its own says why itself: quiet says nothing.
+func TestQuietStillSaysWhyTheJobFailed(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := (&logFlags{Quiet: true}).logger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oom := client.Result{ExitCode: 137, FailedScript: "/s/build.sh", Statuses: []protocol.Status{
+		{Script: "/s/build.sh", CommandExitCode: 137, Signal: "SIGKILL", OOMKilled: true, MemoryLimit: 64 << 20}}}
+	report(log, oom, nil)
+	if out := buf.String(); !strings.Contains(out, `level=ERROR msg="job failed" exit_code=137`) || !strings.Contains(out, `killed="out of memory (limit 64Mi)"`) {
+		t.Errorf("quiet, OOM-killed script: %q", out)
+	}
+	buf.Reset()
+	report(log, client.Result{ExitCode: 3, FailedScript: "/s/a.sh", Statuses: []protocol.Status{{Script: "/s/a.sh", CommandExitCode: 3}}}, nil)
+	report(log, client.Result{Statuses: []protocol.Status{{Script: "/s/a.sh"}}}, nil)
+	if buf.Len() != 0 {
+		t.Errorf("quiet, a script's own exit code or success: %q", buf.String())
+	}
+
+	// The real CLI: a script SIGKILLed (as the OOM killer does) under -q.
+	dir := t.TempDir()
+	writeScript(t, dir, "killed.sh", "echo before\nkill -9 $$\n")
+	stdout, stderr, code := tether(t, dir, "run", "--local", "-q", "killed.sh")
+	if code != 137 || string(stdout) != "before\n" || !strings.Contains(string(stderr), `msg="job failed" exit_code=137`) || !strings.Contains(string(stderr), "signal=SIGKILL") {
+		t.Errorf("tether run -q, script SIGKILLed: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
 }

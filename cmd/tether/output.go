@@ -56,6 +56,9 @@ type logFlags struct {
 	Verbose bool
 	// Format is "text" or "json".
 	Format string
+	// fullTime keeps the date in text records (a log file), where the
+	// terminal's records show the time of day alone.
+	fullTime bool
 }
 
 // register adds -q/--quiet, -v/--verbose and --log-format to fs.
@@ -86,6 +89,9 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch l.Format {
 	case "text", "":
+		if l.fullTime {
+			return slog.New(slog.NewTextHandler(w, opts)), nil
+		}
 		// A short local time: the lines sit between the job's output.
 		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey && len(groups) == 0 && a.Value.Kind() == slog.KindTime {
@@ -237,6 +243,8 @@ func progress(log *slog.Logger) func(client.Event) {
 			}
 		case client.EventShimError:
 			log.Warn("the shim rejected a command", "error", ev.Message)
+		case client.EventLogReplay:
+			log.Warn("the shim's container ended before the job's result; reading the rest of its output from the container's log", "offset", ev.Offset)
 		case client.EventShimExit:
 			level := slog.LevelWarn
 			if ev.Exit.Reason == protocol.ReasonExitCommand || ev.Exit.Reason == protocol.ReasonStdinEOF {
@@ -263,10 +271,17 @@ func report(log *slog.Logger, res client.Result, err error, extra ...any) {
 		if res.Reconnects > 0 {
 			attrs = append(attrs, "reconnects", res.Reconnects)
 		}
-		attrs = append(attrs, extra...)
-		if res.ExitCode != 0 {
+		why := failureAttrs(res)
+		attrs = append(append(attrs, why...), extra...)
+		switch {
+		case len(why) > 0:
+			// What tether knows and the job's output cannot say (a kill
+			// for memory, a script that could not start): an error, shown
+			// even with --quiet.
+			log.Error("job failed", attrs...)
+		case res.ExitCode != 0:
 			log.Warn("job failed", attrs...)
-		} else {
+		default:
 			log.Info("job succeeded", attrs...)
 		}
 	case res.Cancelled:
@@ -278,6 +293,34 @@ func report(log *slog.Logger, res client.Result, err error, extra ...any) {
 	default:
 		log.Error("job failed", append([]any{"exit_code", exitCode(res, err), "err", err}, extra...)...)
 	}
+}
+
+// failureAttrs are the summary's fields that say why the failing script
+// failed when its own output cannot: killed for memory (killed="out of
+// memory (limit 64Mi)"), by another signal, or not started at all (the
+// shim's error). None for a script that exited with a code of its own.
+func failureAttrs(res client.Result) []any {
+	if res.ExitCode == 0 {
+		return nil
+	}
+	var st *protocol.Status
+	for i := range res.Statuses {
+		if s := &res.Statuses[i]; s.CommandExitCode != 0 && (res.FailedScript == "" || s.Script == res.FailedScript) {
+			st = s
+			break
+		}
+	}
+	switch {
+	case st == nil:
+		return nil
+	case st.OOMKilled:
+		return []any{"killed", oomText(st.MemoryLimit)}
+	case st.Error != "":
+		return []any{"error", st.Error}
+	case st.Signal != "":
+		return []any{"signal", st.Signal}
+	}
+	return nil
 }
 
 // exitCode maps a session's outcome to tether's exit code: the job's exit

@@ -79,7 +79,7 @@ const runUsage = `Usage: tether run [flags] SCRIPT... [--after SCRIPT]...
 Runs the scripts as one CI job: the main scripts in order until one fails,
 then the after-scripts always. The scripts' output (stdout and stderr) goes to
 stdout byte-exact; progress, the per-script summary and reconnect notices go to
-stderr. tether exits with the job's exit code (the first failing main script's),
+stderr, never inside a line of the job's output where both show on one screen. tether exits with the job's exit code (the first failing main script's),
 2 on bad input, 125 when the job's outcome is unknown.
 
 Backends: --local (tether-shim as a child process), --docker (a docker/podman

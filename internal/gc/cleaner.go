@@ -116,8 +116,11 @@ func (c *Cleaner) Run(ctx context.Context) (Summary, error) {
 	for _, ns := range c.opts.Namespaces {
 		// Pods seen alive in this namespace by the pod pass, by "ns/name".
 		seen := map[string]types.UID{}
+		// Pods the ended-pod pass counted as scanned, so the pod pass
+		// counts each pod once.
+		scanned := map[types.UID]bool{}
 		if slices.Contains(c.opts.Kinds, KindPod) {
-			if err := c.endedPass(ctx, ns, seen, &sum); err != nil && ctx.Err() == nil {
+			if err := c.endedPass(ctx, ns, seen, scanned, &sum); err != nil && ctx.Err() == nil {
 				sum.ListFailures++
 				c.report.Event(Event{Time: c.opts.Now(), Action: ActionFailed, Kind: KindPod, Namespace: ns, Error: err.Error()})
 			}
@@ -127,7 +130,7 @@ func (c *Cleaner) Run(ctx context.Context) (Summary, error) {
 				c.report.Summary(c.opts.Now(), sum)
 				return sum, fmt.Errorf("gc interrupted: %w", err)
 			}
-			if err := c.pass(ctx, kind, ns, seen, &sum); err != nil {
+			if err := c.pass(ctx, kind, ns, seen, scanned, &sum); err != nil {
 				if ctx.Err() != nil {
 					continue // reported by the check above on the next turn or after the loop
 				}
@@ -147,8 +150,9 @@ func (c *Cleaner) Run(ctx context.Context) (Summary, error) {
 }
 
 // pass lists one kind in one namespace page by page and handles each object
-// before fetching the next page.
-func (c *Cleaner) pass(ctx context.Context, kind Kind, ns string, seen map[string]types.UID, sum *Summary) error {
+// before fetching the next page. scanned are the pods the ended-pod pass
+// counted already.
+func (c *Cleaner) pass(ctx context.Context, kind Kind, ns string, seen map[string]types.UID, scanned map[types.UID]bool, sum *Summary) error {
 	selector := c.opts.Selector
 	if kind != KindPod {
 		selector = joinSelectors(ManagedByLabel+"="+ManagedByValue, selector)
@@ -175,7 +179,9 @@ func (c *Cleaner) pass(ctx context.Context, kind Kind, ns string, seen map[strin
 			}
 			obj := &page.Items[i].ObjectMeta
 			counts := sum.For(kind)
-			counts.Scanned++
+			if kind != KindPod || !scanned[obj.UID] {
+				counts.Scanned++
+			}
 			if kind == KindPod {
 				c.pod(ctx, obj, seen, counts)
 			} else if err := c.orphan(ctx, kind, obj, seen, counts); err != nil {

@@ -16,8 +16,10 @@ const EndedPodsFieldSelector = "status.phase!=Pending,status.phase!=Running,stat
 // endedPass deletes Tether's pods (labelled ManagedByLabel=ManagedByValue)
 // that have ended and are older than the grace period, whatever their TTL.
 // Pods it deletes are recorded in seen with an empty UID, so their
-// ConfigMaps and Secrets count as orphaned in the same run.
-func (c *Cleaner) endedPass(ctx context.Context, ns string, seen map[string]types.UID, sum *Summary) error {
+// ConfigMaps and Secrets count as orphaned in the same run. Every pod it
+// looks at counts as scanned, once: it is recorded in scanned for the pod
+// pass, which lists it again if it still exists.
+func (c *Cleaner) endedPass(ctx context.Context, ns string, seen map[string]types.UID, scanned map[types.UID]bool, sum *Summary) error {
 	opts := metav1.ListOptions{
 		LabelSelector: joinSelectors(ManagedByLabel+"="+ManagedByValue, c.opts.Selector),
 		FieldSelector: EndedPodsFieldSelector,
@@ -39,6 +41,10 @@ func (c *Cleaner) endedPass(ctx context.Context, ns string, seen map[string]type
 				return err
 			}
 			obj := &page.Items[i].ObjectMeta
+			if !scanned[obj.UID] {
+				scanned[obj.UID] = true
+				sum.Pods.Scanned++
+			}
 			if obj.DeletionTimestamp != nil || obj.CreationTimestamp.IsZero() {
 				continue
 			}

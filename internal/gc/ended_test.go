@@ -75,3 +75,41 @@ func TestCleanerEndedPodsDryRun(t *testing.T) {
 		t.Errorf("summary %+v, output:\n%s", sum, out)
 	}
 }
+
+// The summary counts the pods the ended-pod pass looked at, each once: an
+// ended pod it deleted (gone before the TTL pass lists pods again, as on a
+// real API server), one it left for being young (listed again by the TTL
+// pass) and a running one (seen by the TTL pass alone).
+func TestEndedPodsCountAsScanned(t *testing.T) {
+	f := newFakeStore()
+	add := func(name string, age time.Duration, phase string) {
+		m := pod("ci", name, age, ptr("86400"))
+		m.Labels = map[string]string{ManagedByLabel: ManagedByValue}
+		f.add(KindPod, m)
+		f.phase["ci/"+name] = phase
+	}
+	add("done", time.Hour, "Succeeded")
+	add("young-done", time.Minute, "Failed")
+	add("running", time.Hour, "Running")
+	sum, out, err := run(t, f, Options{Namespaces: []string{"ci"}, Grace: 10 * time.Minute, Kinds: []Kind{KindPod}}, FormatText)
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	if sum.Pods.Scanned != 3 || sum.Pods.Matched != 1 || sum.Pods.Deleted != 1 {
+		t.Errorf("pods %+v; want scanned=3 expired=1 deleted=1\n%s", sum.Pods, out)
+	}
+	if !strings.Contains(out, "summary: pods scanned=3 expired=1 deleted=1 ") {
+		t.Errorf("the summary line does not count the ended pods:\n%s", out)
+	}
+
+	// Only an ended pod, deleted: scanned=1, not 0.
+	f = newFakeStore()
+	add("last", time.Hour, "Succeeded")
+	sum, out, err = run(t, f, Options{Namespaces: []string{"ci"}, Grace: 10 * time.Minute}, FormatJSON)
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	if sum.Pods.Scanned != 1 || sum.Pods.Deleted != 1 || !strings.Contains(out, `"pods":{"scanned":1,"matched":1,"deleted":1`) {
+		t.Errorf("pods %+v; want scanned=1 deleted=1\n%s", sum.Pods, out)
+	}
+}

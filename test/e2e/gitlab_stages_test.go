@@ -14,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // gitHTTPServer serves the repositories under root over git's smart HTTP
@@ -213,18 +211,7 @@ func TestGitLabDriverSurvivesConnectionCuts(t *testing.T) {
 	r := newRunnerStandIn(t, c, ns, nil)
 	r.prepare(ctx)
 
-	proxy := apiFaultProxy(t, c)
-	kc, err := clientcmd.LoadFromFile(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cl := range kc.Clusters {
-		cl.Server = "https://" + proxy.Addr()
-	}
-	proxied := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, proxied); err != nil {
-		t.Fatal(err)
-	}
+	proxied, proxy := proxiedKubeconfig(t, c)
 
 	script, want := steadyScript(400, "0.05", 9)
 	codeFile := filepath.Join(t.TempDir(), "exit-code")
@@ -232,30 +219,32 @@ func TestGitLabDriverSurvivesConnectionCuts(t *testing.T) {
 	cmd := r.command(ctx, "run", "--kubeconfig", proxied, r.stageScript("build_script", script, nil), "build_script")
 	cmd.Env = append(cmd.Env, "BUILD_EXIT_CODE_FILE="+codeFile)
 	out := &safeBuffer{}
-	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = out, &stderr
+	cmd.Stdout, cmd.Stderr = out, out // one pipe, as the runner's
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	cutsDone := cutRepeatedly(ctx, proxy, func() bool { return out.Len() > 0 }, 20, 300*time.Millisecond)
-	err = cmd.Wait()
-	t.Logf("run stderr:\n%s", stderr.String())
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != standInBuildFailure {
 		t.Fatalf("run: %v; want the build failure code %d", err, standInBuildFailure)
 	}
 	hits := <-cutsDone
-	if got := string(out.Bytes()); got != want {
-		t.Fatalf("the job log differs after %d cuts: got %d bytes, want %d", hits, len(got), len(want))
+	got := string(out.Bytes())
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("the job log differs after %d cuts: got %d bytes, want %d and the driver's lines", hits, len(got), len(want))
 	}
+	// The script's output, then the driver's lines: the reconnects, once.
+	lines := driverLines(t, got[len(want):])
+	t.Logf("the driver's lines after the output: %q", lines)
 	if written, _ := os.ReadFile(codeFile); string(written) != "9" {
 		t.Fatalf("BUILD_EXIT_CODE_FILE %q, want 9", written)
 	}
 	if hits < 20 {
 		t.Fatalf("the stage ended after only %d cuts; make it longer", hits)
 	}
-	if n := strings.Count(stderr.String(), "connection to the shim lost"); n < 10 {
-		t.Fatalf("%d cuts but only %d reconnects logged: the cuts missed the attach", hits, n)
+	if len(lines) != 1 || reconnectCount(lines[0]) < 10 {
+		t.Fatalf("%d cuts, the driver's lines %q: want one saying the connection broke at least 10 times (else the cuts missed the attach)", hits, lines)
 	}
 	t.Logf("%d cuts, %d bytes exact", hits, len(want))
 	r.cleanup(ctx)

@@ -274,8 +274,9 @@ func TestGitLabDriverJob(t *testing.T) {
 
 // TestGitLabDriverSIGTERM: SIGTERM to run mid-stage (the runner cancelling
 // or timing out the job) sends TERM to the script's process group; run
-// exits promptly with the script's output collected, and cleanup leaves
-// nothing.
+// exits promptly with the script's output collected, says so in one line
+// after it (the job log: run's stdout and stderr in one pipe), and
+// cleanup leaves nothing.
 func TestGitLabDriverSIGTERM(t *testing.T) {
 	c := NewCluster(t)
 	ctx := t.Context()
@@ -284,14 +285,7 @@ func TestGitLabDriverSIGTERM(t *testing.T) {
 	r.prepare(ctx)
 	cmd := r.command(ctx, "run", r.stageScript("build_script",
 		"trap 'echo got TERM; exit 143' TERM\necho started\nsleep 300 &\nwait\n", nil), "build_script")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	rd := bufio.NewReader(stdout)
+	rd := bufio.NewReader(runMerged(t, cmd))
 	line, err := rd.ReadString('\n')
 	if err != nil || line != "started\n" {
 		t.Fatalf("first line %q: %v", line, err)
@@ -307,8 +301,12 @@ func TestGitLabDriverSIGTERM(t *testing.T) {
 	err = cmd.Wait()
 	took := time.Since(sent)
 	t.Logf("run exited %v after SIGTERM (%v); output after it %q", took, err, rest.String())
-	if !strings.Contains(rest.String(), "got TERM") {
+	if !strings.HasPrefix(rest.String(), "got TERM\n") {
 		t.Fatalf("the script did not get TERM: output %q", rest.String())
+	}
+	if lines := driverLines(t, strings.TrimPrefix(rest.String(), "got TERM\n")); len(lines) != 1 ||
+		lines[0] != "WARNING: tether: stage build_script was cancelled (received SIGTERM): its script was stopped and ended with exit code 143" {
+		t.Fatalf("the driver's lines after the output: %q; want the cancel said in one line", lines)
 	}
 	if took > 30*time.Second {
 		t.Fatalf("run took %v to exit after SIGTERM", took)
