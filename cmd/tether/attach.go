@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 const attachUsage = `Usage: tether attach [flags] POD
@@ -28,7 +29,7 @@ Examples:
 
 // attachFlags are the flags of `tether attach`.
 type attachFlags struct {
-	logFlags
+	cmdutil.LogFlags
 	Namespace  string
 	Kubeconfig string
 	Context    string
@@ -45,8 +46,8 @@ type attachFlags struct {
 
 // newAttachFlagSet returns the FlagSet of `tether attach` bound to f.
 func newAttachFlagSet(f *attachFlags) *pflag.FlagSet {
-	fs := newFlagSet("tether attach")
-	f.logFlags.register(fs)
+	fs := cmdutil.NewFlagSet("tether attach")
+	f.LogFlags.Register(fs)
 	f.OutputLimit.register(fs)
 	fs.StringVarP(&f.Namespace, "namespace", "n", "", "Kubernetes `NAMESPACE` (default: the kubeconfig's)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
@@ -65,7 +66,7 @@ func newAttachFlagSet(f *attachFlags) *pflag.FlagSet {
 func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f attachFlags
 	fs := newAttachFlagSet(&f)
-	pos, err := parseArgs(fs, args)
+	pos, err := cmdutil.ParseArgs(fs, args)
 	if errors.Is(err, pflag.ErrHelp) {
 		printUsage(ctx, fs, stdout, attachUsage)
 		return 0
@@ -92,13 +93,13 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	default:
 		return bad("--protocol %q: want websocket or spdy", f.Protocol)
 	}
-	log, err := f.logger(stderr)
+	log, err := f.LogFlags.Logger(stderr)
 	if err != nil {
 		return bad("%v", err)
 	}
-	routeKlog(log)
+	cmdutil.RouteKlog(log)
 
-	cfg, ns, cs, err := kubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
+	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
 	if err != nil {
 		log.Error("cannot reach Kubernetes", "err", err)
 		return exitTether

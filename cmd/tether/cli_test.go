@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // TestCombinedShortFlags: short flags combine as kubectl users expect
 // ("-qn ci"), and flags may follow the scripts.
 func TestCombinedShortFlags(t *testing.T) {
 	var f runFlags
-	pos, err := parseArgs(newRunFlagSet(&f), []string{"-qn", "ci", "a.sh", "--after", "b.sh", "--read-only-root", "--", "--c.sh"})
+	pos, err := cmdutil.ParseArgs(newRunFlagSet(&f), []string{"-qn", "ci", "a.sh", "--after", "b.sh", "--read-only-root", "--", "--c.sh"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +25,7 @@ func TestCombinedShortFlags(t *testing.T) {
 		t.Fatalf("positional %q, want a.sh --c.sh", pos)
 	}
 	var g runFlags
-	if _, err := parseArgs(newRunFlagSet(&g), []string{"--read-only-root=false", "-v", "a.sh"}); err != nil || g.ReadOnlyRoot == nil || *g.ReadOnlyRoot || !g.Verbose {
+	if _, err := cmdutil.ParseArgs(newRunFlagSet(&g), []string{"--read-only-root=false", "-v", "a.sh"}); err != nil || g.ReadOnlyRoot == nil || *g.ReadOnlyRoot || !g.Verbose {
 		t.Fatalf("--read-only-root=false -v: %v %+v", err, g)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tether-ci/tether/integration/gitlab"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 const completionUsage = `Usage: tether completion bash|zsh|fish
@@ -34,10 +37,10 @@ func completionFlagSets() map[string]*pflag.FlagSet {
 		"run":    newRunFlagSet(&runFlags{}),
 		"attach": newAttachFlagSet(&attachFlags{}),
 		"gc":     newGCFlagSet(&gcFlags{}),
-		"gitlab": newGitlabFlagSet(&gitlabFlags{}),
+		"gitlab": gitlab.NewFlagSet(&gitlab.Settings{}),
 	}
 	for _, fs := range sets {
-		markBoolValues(fs)
+		cmdutil.MarkBoolValues(fs)
 	}
 	return sets
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/settings"
 )
 
@@ -40,7 +41,7 @@ cpu: 2
 `)
 	var f runFlags
 	fs := newRunFlagSet(&f)
-	if _, err := parseArgs(fs, []string{"--config", path, "--namespace", "cli-ns", "--label", "from=cli", "s.sh"}); err != nil {
+	if _, err := cmdutil.ParseArgs(fs, []string{"--config", path, "--namespace", "cli-ns", "--label", "from=cli", "s.sh"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Pod.Complete(fs); err != nil {
@@ -79,7 +80,7 @@ func TestConfigFileErrors(t *testing.T) {
 		path := writeConfig(t, tc.body)
 		var f runFlags
 		fs := newRunFlagSet(&f)
-		if _, err := parseArgs(fs, []string{"--config", path, "s.sh"}); err != nil {
+		if _, err := cmdutil.ParseArgs(fs, []string{"--config", path, "s.sh"}); err != nil {
 			t.Fatal(err)
 		}
 		err := f.Pod.Complete(fs)

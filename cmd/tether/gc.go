@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/gc"
 	"github.com/tether-ci/tether/internal/version"
 	"github.com/tether-ci/tether/settings"
@@ -64,7 +65,7 @@ type gcFlags struct {
 }
 
 func newGCFlagSet(f *gcFlags) *pflag.FlagSet {
-	fs := newFlagSet("tether gc")
+	fs := cmdutil.NewFlagSet("tether gc")
 	fs.VarP(&f.Namespaces, "namespace", "n", "namespace `NS` to clean (repeatable or comma-separated; default: the kubeconfig's / in-cluster namespace)")
 	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "clean every namespace (needs the ClusterRole)")
 	fs.Var(&f.DryRun, "dry-run", "report what would be deleted; delete nothing (--dry-run=server: let the apiserver check each delete without persisting it)")
@@ -82,7 +83,7 @@ func newGCFlagSet(f *gcFlags) *pflag.FlagSet {
 func gcCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f gcFlags
 	fs := newGCFlagSet(&f)
-	pos, err := parseArgs(fs, args)
+	pos, err := cmdutil.ParseArgs(fs, args)
 	if errors.Is(err, pflag.ErrHelp) {
 		printUsage(ctx, fs, stdout, gcUsage)
 		return 0

@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/gc"
 )
 
 func TestGCFlags(t *testing.T) {
 	parse := func(args ...string) (gc.Options, gc.Format, error) {
 		var f gcFlags
-		if _, err := parseArgs(newGCFlagSet(&f), args); err != nil {
+		if _, err := cmdutil.ParseArgs(newGCFlagSet(&f), args); err != nil {
 			return gc.Options{}, "", err
 		}
 		return f.options()

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tether-ci/tether/integration/gitlab"
 )
 
 // The flag tables of --help line up: every description starts in the
@@ -15,7 +17,7 @@ import (
 func TestHelpFlagTables(t *testing.T) {
 	for name, fs := range map[string]*pflag.FlagSet{
 		"run":    newRunFlagSet(&runFlags{}),
-		"gitlab": newGitlabFlagSet(&gitlabFlags{}),
+		"gitlab": gitlab.NewFlagSet(&gitlab.Settings{}),
 	} {
 		col := -1
 		for _, line := range strings.Split(strings.TrimRight(fs.FlagUsages(), "\n"), "\n") {

@@ -12,7 +12,7 @@
 //	attach.go      attachCmd: `tether attach`
 //	gc.go          gcCmd: `tether gc`
 //	completion.go  completionCmd: `tether completion bash|zsh|fish`
-//	output.go      shared helpers: logFlags/newLogger, progress events, result summary, exit codes
+//	output.go      shared helpers: progress events, result summary, exit codes
 //	signals.go     shared helpers: signal handling (first signal cancels, second exits)
 package main
 

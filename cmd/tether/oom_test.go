@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -20,8 +21,8 @@ func TestOOMText(t *testing.T) {
 		1 << 30:   "out of memory (limit 1Gi)",
 		100000000: "out of memory (limit 100M)",
 	} {
-		if got := oomText(limit); got != want {
-			t.Errorf("oomText(%d) = %q, want %q", limit, got, want)
+		if got := cmdutil.OOMText(limit); got != want {
+			t.Errorf("cmdutil.OOMText(%d) = %q, want %q", limit, got, want)
 		}
 	}
 }
@@ -71,7 +72,7 @@ func TestContainerOOMKilledExit(t *testing.T) {
 // its own says why itself: quiet says nothing.
 func TestQuietStillSaysWhyTheJobFailed(t *testing.T) {
 	var buf bytes.Buffer
-	log, err := (&logFlags{Quiet: true}).logger(&buf)
+	log, err := (&cmdutil.LogFlags{Quiet: true}).Logger(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

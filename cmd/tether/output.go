@@ -2,8 +2,6 @@ package main
 
 // Shared CLI helpers for every subcommand and backend:
 //
-//	logFlags / (*logFlags).register / (*logFlags).logger
-//	    --quiet and --log-format on a FlagSet, and the slog.Logger they select.
 //	progress(log)
 //	    a client.Options.Events callback that logs reconnects, script starts
 //	    and the per-script summary (name, exit code, duration).
@@ -11,8 +9,6 @@ package main
 //	    logs the job's final summary or why there is no result.
 //	exitCode(res, err)
 //	    maps a session's outcome to tether's exit code.
-//	parseArgs(fs, args)
-//	    parses flags and positional arguments in any order.
 //	printUsage(ctx, fs, w, head)
 //	    prints a command's usage with its flags in --name form.
 
@@ -21,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,9 +25,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/klog/v2"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -47,74 +42,6 @@ const (
 	// exit code of its own (128+SIGINT).
 	exitCancelled = 130
 )
-
-// logFlags are the logging flags every subcommand shares.
-type logFlags struct {
-	// Quiet silences progress; only errors are logged.
-	Quiet bool
-	// Verbose adds debug lines, client-go's included.
-	Verbose bool
-	// Format is "text" or "json".
-	Format string
-	// fullTime keeps the date in text records (a log file), where the
-	// terminal's records show the time of day alone.
-	fullTime bool
-}
-
-// register adds -q/--quiet, -v/--verbose and --log-format to fs.
-func (l *logFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVarP(&l.Quiet, "quiet", "q", false, "log only errors to stderr (no progress, no summary)")
-	fs.BoolVarP(&l.Verbose, "verbose", "v", false, "also log debug lines to stderr, client-go's requests and retries included")
-	fs.StringVar(&l.Format, "log-format", "text", "stderr log `FORMAT`: text or json")
-}
-
-// logger returns the logger the flags select, writing to w.
-func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
-	level := slog.LevelInfo
-	switch {
-	case l.Quiet && l.Verbose:
-		return nil, errors.New("--quiet and --verbose exclude each other")
-	case l.Quiet:
-		level = slog.LevelError
-	case l.Verbose:
-		level = slog.LevelDebug
-		// client-go logs its requests and retries at klog V(4..6); routeKlog
-		// sends them to this logger's debug level.
-		kfs := flag.NewFlagSet("klog", flag.ContinueOnError)
-		klog.InitFlags(kfs)
-		if err := kfs.Set("v", "6"); err != nil {
-			return nil, fmt.Errorf("raise client-go's log verbosity: %w", err)
-		}
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	switch l.Format {
-	case "text", "":
-		if l.fullTime {
-			return slog.New(slog.NewTextHandler(w, opts)), nil
-		}
-		// A short local time: the lines sit between the job's output.
-		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 && a.Value.Kind() == slog.KindTime {
-				a.Value = slog.StringValue(a.Value.Time().Format("15:04:05.000"))
-			}
-			return a
-		}
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		opts.ReplaceAttr = jsonAttr
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", l.Format)
-}
-
-// jsonAttr renders durations as numbers of seconds in JSON logs (the text
-// format shows them as Go durations, e.g. 1.5s).
-func jsonAttr(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
-		a.Value = slog.Float64Value(a.Value.Duration().Seconds())
-	}
-	return a
-}
 
 // jsonLogRequested reports whether args ask for --log-format json, so
 // that messages written before the flags are parsed (signal notices) are
@@ -168,7 +95,7 @@ type jsonLines struct {
 
 // newJSONLines returns a jsonLines writing to w.
 func newJSONLines(w io.Writer) *jsonLines {
-	return &jsonLines{w: w, log: slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: jsonAttr}))}
+	return &jsonLines{w: w, log: slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: cmdutil.JSONAttr}))}
 }
 
 // Write passes complete JSON lines through and wraps the others.
@@ -234,7 +161,7 @@ func progress(log *slog.Logger) func(client.Event) {
 				attrs = append(attrs, "error", ev.Status.Error)
 			}
 			if ev.Status.OOMKilled {
-				attrs = append(attrs, "killed", oomText(ev.Status.MemoryLimit))
+				attrs = append(attrs, "killed", cmdutil.OOMText(ev.Status.MemoryLimit))
 			}
 			if ev.Status.CommandExitCode != 0 {
 				log.Warn("script failed", attrs...)
@@ -286,10 +213,10 @@ func report(log *slog.Logger, res client.Result, err error, extra ...any) {
 		}
 	case res.Cancelled:
 		log.Error("job cancelled", append([]any{"exit_code", res.ExitCode, "err", err}, extra...)...)
-	case containerOOM(err) != nil:
-		oom := containerOOM(err)
+	case cmdutil.ContainerOOM(err) != nil:
+		oom := cmdutil.ContainerOOM(err)
 		log.Error("job failed: its container was OOMKilled, the shim with it", append([]any{"exit_code", exitCode(res, err),
-			"killed", oomText(oom.MemoryLimit), "container", oom.Namespace + "/" + oom.Pod + "/" + oom.Container, "err", err}, extra...)...)
+			"killed", cmdutil.OOMText(oom.MemoryLimit), "container", oom.Namespace + "/" + oom.Pod + "/" + oom.Container, "err", err}, extra...)...)
 	default:
 		log.Error("job failed", append([]any{"exit_code", exitCode(res, err), "err", err}, extra...)...)
 	}
@@ -314,7 +241,7 @@ func failureAttrs(res client.Result) []any {
 	case st == nil:
 		return nil
 	case st.OOMKilled:
-		return []any{"killed", oomText(st.MemoryLimit)}
+		return []any{"killed", cmdutil.OOMText(st.MemoryLimit)}
 	case st.Error != "":
 		return []any{"error", st.Error}
 	case st.Signal != "":
@@ -325,7 +252,7 @@ func failureAttrs(res client.Result) []any {
 
 // exitCode maps a session's outcome to tether's exit code: the job's exit
 // code when it finished (or was cancelled), the shim's exit code when the
-// shim exited first, exitOOMKilled when the job's container was OOMKilled
+// shim exited first, cmdutil.ExitOOMKilled when the job's container was OOMKilled
 // before the job's result came, exitTether when the outcome is unknown.
 func exitCode(res client.Result, err error) int {
 	clamp := func(c int) int {
@@ -344,46 +271,12 @@ func exitCode(res client.Result, err error) int {
 		return exitCancelled
 	case errors.Is(err, client.ErrShimExited) && res.ExitCode != 0:
 		return clamp(res.ExitCode)
-	case containerOOM(err) != nil:
-		return exitOOMKilled
+	case cmdutil.ContainerOOM(err) != nil:
+		return cmdutil.ExitOOMKilled
 	case errors.Is(err, context.Canceled):
 		return exitCancelled
 	}
 	return exitTether
-}
-
-// newFlagSet returns an empty FlagSet for a subcommand: errors are
-// returned, never printed; --help is the caller's to print.
-func newFlagSet(name string) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	fs.SortFlags = true
-	return fs
-}
-
-// boolValue is a custom flag value that may stand alone ("--flag" means
-// "--flag=true").
-type boolValue interface{ IsBoolFlag() bool }
-
-// markBoolValues lets fs's custom boolValue flags stand alone.
-func markBoolValues(fs *pflag.FlagSet) {
-	fs.VisitAll(func(f *pflag.Flag) {
-		if b, ok := f.Value.(boolValue); ok && b.IsBoolFlag() && f.NoOptDefVal == "" {
-			f.NoOptDefVal = "true"
-		}
-	})
-}
-
-// parseArgs parses fs's flags from args, flags and positional arguments in
-// any order ("run a.sh --after b.sh"); "--" ends the flags. It returns the
-// positional arguments.
-func parseArgs(fs *pflag.FlagSet, args []string) ([]string, error) {
-	markBoolValues(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	return fs.Args(), nil
 }
 
 // exitCodesHelp lists tether's exit codes for every command's --help.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/protocol"
 	"github.com/tether-ci/tether/settings"
 
@@ -24,7 +25,7 @@ import (
 // runFlags holds every `tether run` flag, for all backends, and the
 // validated positional arguments. Backends read what they need.
 type runFlags struct {
-	logFlags
+	cmdutil.LogFlags
 
 	// Backend selection: --local, --docker, else Kubernetes.
 	Local  bool
@@ -101,9 +102,9 @@ Examples:
 
 // newRunFlagSet returns the FlagSet of `tether run` bound to f.
 func newRunFlagSet(f *runFlags) *pflag.FlagSet {
-	fs := newFlagSet("tether run")
+	fs := cmdutil.NewFlagSet("tether run")
 
-	f.logFlags.register(fs)
+	f.LogFlags.Register(fs)
 	f.Pod.AddFlags(fs)
 	f.OutputLimit.register(fs)
 	registerEngineFlags(fs, &f.engineFlags)
@@ -131,7 +132,7 @@ func newRunFlagSet(f *runFlags) *pflag.FlagSet {
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := runFlags{start: time.Now()}
 	fs := newRunFlagSet(&f)
-	pos, err := parseArgs(fs, args)
+	pos, err := cmdutil.ParseArgs(fs, args)
 	if errors.Is(err, pflag.ErrHelp) {
 		printUsage(ctx, fs, stdout, runUsage)
 		return 0
@@ -145,7 +146,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := f.validate(pos); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	log, err := f.logger(stderr)
+	log, err := f.LogFlags.Logger(stderr)
 	if err != nil {
 		return usageErr(stderr, "%v", err)
 	}

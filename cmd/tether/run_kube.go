@@ -8,26 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
-
-// deleteTimeout bounds deleting the pod at the end of a job.
-const deleteTimeout = 30 * time.Second
 
 // runKube runs job in a Kubernetes pod: build the pod and its ConfigMap and
 // Secret, wait for it to run (printing its events), attach, follow the job,
 // delete the pod (unless --keep).
 func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io.Writer) int {
 	log := f.Logger
-	routeKlog(log)
-	cfg, ns, cs, err := kubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
+	cmdutil.RouteKlog(log)
+	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
 	if err != nil {
 		log.Error("cannot reach Kubernetes", "err", err)
 		return exitTether
@@ -115,7 +108,7 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 
 // deletePod deletes the job's pod, whatever happened to ctx.
 func deletePod(ctx context.Context, log *slog.Logger, pod *kube.Pod) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmdutil.DeleteTimeout)
 	defer cancel()
 	if err := pod.Delete(dctx); err != nil {
 		log.Error("cannot delete the job's pod; `tether gc` removes it after its TTL", "pod", pod.Namespace+"/"+pod.Name, "err", err)
@@ -133,50 +126,4 @@ func readScripts(paths []string) ([]kube.Script, error) {
 		out = append(out, kube.Script{Name: filepath.Base(p), Content: b})
 	}
 	return out, nil
-}
-
-// routeKlog sends client-go's klog output (connection noise such as
-// "Websocket Ping failed" while a dropped attach is being replaced) to log
-// at debug level instead of raw lines on stderr; the session reports the
-// drops itself.
-func routeKlog(log *slog.Logger) {
-	klog.SetSlogLogger(slog.New(debugHandler{log.Handler()}))
-}
-
-// debugHandler logs every record at debug level.
-type debugHandler struct{ slog.Handler }
-
-func (h debugHandler) Enabled(ctx context.Context, _ slog.Level) bool {
-	return h.Handler.Enabled(ctx, slog.LevelDebug)
-}
-
-func (h debugHandler) Handle(ctx context.Context, r slog.Record) error {
-	// logr hands errors over without asking Enabled first.
-	if !h.Handler.Enabled(ctx, slog.LevelDebug) {
-		return nil
-	}
-	r.Level = slog.LevelDebug
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h debugHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return debugHandler{h.Handler.WithAttrs(attrs)}
-}
-
-func (h debugHandler) WithGroup(name string) slog.Handler {
-	return debugHandler{h.Handler.WithGroup(name)}
-}
-
-// kubeClients loads the client configuration the kubectl way (KUBECONFIG,
-// --kubeconfig, --context, -n, in-cluster) and builds a clientset for it.
-func kubeClients(opts kube.ConfigOptions) (*rest.Config, string, *kubernetes.Clientset, error) {
-	cfg, ns, err := kube.LoadConfig(opts)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("build a Kubernetes client: %w", err)
-	}
-	return cfg, ns, cs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // TestRunSecurityFlagsBadInput: bad or contradictory pod security flags
@@ -42,7 +43,7 @@ func specFor(t *testing.T, args ...string) *kube.Objects {
 	dir := t.TempDir()
 	script := writeScript(t, dir, "a.sh", "echo hi\n")
 	var f runFlags
-	pos, err := parseArgs(newRunFlagSet(&f), append(append([]string{"--image", "busybox"}, args...), script))
+	pos, err := cmdutil.ParseArgs(newRunFlagSet(&f), append(append([]string{"--image", "busybox"}, args...), script))
 	if err != nil {
 		t.Fatal(err)
 	}

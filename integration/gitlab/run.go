@@ -1,11 +1,10 @@
-package main
+package gitlab
 
 import (
 	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path"
 	"strconv"
@@ -16,15 +15,21 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/gitlab"
 	"github.com/tether-ci/tether/protocol"
 )
 
-// gitlabRun delivers one stage's script over the attach stream, runs it in
-// the build container (or the helper container, for the stages that need
-// git or gitlab-runner-helper) and maps the result onto the runner's exit
-// codes.
-func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdout, stderr io.Writer, log *slog.Logger, codes gitlab.ExitCodes) int {
+// Run is run_exec: it delivers the stage's script (the file script)
+// over the attach stream, runs it in the build container (or the helper
+// container, for the stages that need git or gitlab-runner-helper) and
+// maps the result onto the runner's exit codes: 0, BUILD_FAILURE_EXIT_CODE
+// (the script's own code written to BUILD_EXIT_CODE_FILE first) or
+// SYSTEM_FAILURE_EXIT_CODE. The script's output goes to stdout byte-exact;
+// the driver's own lines follow it, on lines of their own.
+func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdout, stderr io.Writer) int {
+	codes := gitlab.ReadExitCodes(env)
+	log := cfg.logger().With("stage", stage)
 	content, err := os.ReadFile(script)
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: tether: stage %s: the stage script: %v\n", stage, err)
@@ -33,17 +38,17 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 	if !gitlab.KnownStage(stage) {
 		fmt.Fprintf(stderr, "WARNING: tether: unknown stage %s: running it in the build container\n", stage)
 	}
-	job, err := gitlab.ReadJob(os.Getenv)
+	job, err := gitlab.ReadJob(env)
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
 	}
-	pod, transport, _, err := gitlabPod(cfg, log)
+	pod, transport, _, err := gitlabPod(cfg, env, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
 	}
-	helper, err := cfg.helperImage(os.Getenv)
+	helper, err := cfg.helperImage(env)
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
@@ -63,7 +68,7 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 		fmt.Fprintf(stderr, "ERROR: tether: pod %s/%s container %s: %v\n", pod.Namespace, pod.Name, pod.Container, err)
 		return codes.SystemFailure
 	}
-	stageJob, warning := gitlabStageJob(stage, content, job, cfg, os.Getenv)
+	stageJob, warning := gitlabStageJob(stage, content, job, cfg, env)
 	if warning != "" {
 		fmt.Fprintf(stdout, "WARNING: tether: %s\n", warning)
 	}
@@ -109,7 +114,7 @@ func gitlabRun(ctx context.Context, cfg *gitlabFlags, script, stage string, stdo
 // gives it (RUNNER_AFTER_SCRIPT_TIMEOUT, default 5m), enforced by the shim
 // in band. warning is a line for the job log about a timeout setting the
 // runner ignores.
-func gitlabStageJob(stage string, content []byte, job *gitlab.Job, cfg *gitlabFlags, getenv func(string) string) (client.Job, string) {
+func gitlabStageJob(stage string, content []byte, job *gitlab.Job, cfg *Settings, getenv func(string) string) (client.Job, string) {
 	target := path.Join(kube.FilesDir, stage)
 	if cfg.Shell == "" {
 		content = withoutInterpreter(content)
@@ -143,10 +148,10 @@ type stageResult struct {
 // runner's contract. timeout is the job's, stageTimeout the stage's own
 // (after_script's; the shim stopped the stage when it passed).
 func stageOutcome(res client.Result, err error, timeout, stageTimeout time.Duration, stage string) stageResult {
-	if ended := containerOOM(err); ended != nil {
+	if ended := cmdutil.ContainerOOM(err); ended != nil {
 		// The kernel killed the build container, the shim with it: the
 		// job used more memory than its limit, a failure of the job.
-		return stageResult{code: exitOOMKilled, note: fmt.Sprintf("the %s container was killed while stage %s ran: %s", ended.Container, stage, oomText(ended.MemoryLimit))}
+		return stageResult{code: cmdutil.ExitOOMKilled, note: fmt.Sprintf("the %s container was killed while stage %s ran: %s", ended.Container, stage, cmdutil.OOMText(ended.MemoryLimit))}
 	}
 	deadline := res.Exit != nil && res.Exit.Reason == protocol.ReasonDeadline
 	if err != nil && !res.Cancelled && !deadline {
@@ -167,7 +172,7 @@ func stageOutcome(res client.Result, err error, timeout, stageTimeout time.Durat
 			out.note = fmt.Sprintf("stage %s: %s", stage, st.Error)
 		}
 		if st.OOMKilled {
-			out.note = fmt.Sprintf("stage %s was killed: %s", stage, oomText(st.MemoryLimit))
+			out.note = fmt.Sprintf("stage %s was killed: %s", stage, cmdutil.OOMText(st.MemoryLimit))
 		}
 		if strings.HasPrefix(st.Error, protocol.JobTimeoutReason) {
 			out.note = fmt.Sprintf("the %s timeout (%s, %s) passed: stage %s was stopped", stage, stageTimeout, gitlab.AfterScriptTimeoutVar, stage)
@@ -179,14 +184,17 @@ func stageOutcome(res client.Result, err error, timeout, stageTimeout time.Durat
 	return out
 }
 
-// gitlabCleanup deletes the job's pod; a pod that is already gone is fine.
-func gitlabCleanup(ctx context.Context, cfg *gitlabFlags, stderr io.Writer, log *slog.Logger, codes gitlab.ExitCodes) int {
-	pod, _, _, err := gitlabPod(cfg, log)
+// Cleanup is cleanup_exec: it deletes the job's pod, with the configured
+// termination grace; a pod that is already gone (never created, or
+// deleted before) is fine. It returns 0 or SYSTEM_FAILURE_EXIT_CODE.
+func Cleanup(ctx context.Context, cfg *Settings, env Env, stderr io.Writer) int {
+	codes := gitlab.ReadExitCodes(env)
+	pod, _, _, err := gitlabPod(cfg, env, cfg.logger())
 	if err != nil {
 		fmt.Fprintf(stderr, "tether gitlab cleanup: %v\n", err)
 		return codes.SystemFailure
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmdutil.DeleteTimeout)
 	defer cancel()
 	got, err := pod.Get(ctx)
 	if apierrors.IsNotFound(err) {

@@ -1,4 +1,4 @@
-package main
+package gitlab
 
 import (
 	"errors"
@@ -16,10 +16,10 @@ import (
 	"github.com/tether-ci/tether/protocol"
 )
 
-func gitlabTestFlags(t *testing.T, args ...string) *gitlabFlags {
+func gitlabTestFlags(t *testing.T, args ...string) *Settings {
 	t.Helper()
-	var f gitlabFlags
-	if _, err := parseGitlabFlags(&f, args, func(string) string { return "" }); err != nil {
+	var f Settings
+	if _, err := Parse(&f, args, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
 	return &f
@@ -291,8 +291,8 @@ func TestGitLabSpecJobPullPolicy(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the job's image: pull_policy always, if-not-present") || !strings.Contains(err.Error(), "set allowed-pull-policies") {
 		t.Errorf("a job's policy with none allowed: %v", err)
 	}
-	var f gitlabFlags
-	if _, err := parseGitlabFlags(&f, []string{"--allowed-pull-policies", "always,sometimes"}, noEnv); err == nil || !strings.Contains(err.Error(), `allowed-pull-policies: pull policy "sometimes"`) {
+	var f Settings
+	if _, err := Parse(&f, []string{"--allowed-pull-policies", "always,sometimes"}, noEnv); err == nil || !strings.Contains(err.Error(), `allowed-pull-policies: pull policy "sometimes"`) {
 		t.Errorf("a bad allowed-pull-policies value: %v", err)
 	}
 }

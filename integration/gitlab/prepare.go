@@ -1,10 +1,9 @@
-package main
+package gitlab
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,28 +20,32 @@ var gitlabLabels = map[string]string{
 	"tether.dev/gitlab-job":      "CI_JOB_ID",
 }
 
-// gitlabPrepare creates the job's pod and waits until it runs. Its output
-// (the pod's events included) goes to the job log.
-func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, codes gitlab.ExitCodes) int {
+// Prepare is prepare_exec: it creates the job's pod and waits until it
+// runs. Its output (the pod's events included) goes to stdout, the job
+// log. It returns 0, or SYSTEM_FAILURE_EXIT_CODE with an "ERROR: tether:"
+// line saying what failed; bad settings and a bad job fail before
+// anything touches the cluster.
+func Prepare(ctx context.Context, cfg *Settings, env Env, stdout io.Writer) int {
+	codes := gitlab.ReadExitCodes(env)
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stdout, "ERROR: tether: "+format+"\n", args...)
 		return codes.SystemFailure
 	}
-	job, err := gitlab.ReadJob(os.Getenv)
+	job, err := gitlab.ReadJob(env)
 	if err != nil {
 		return fail("%v", err)
 	}
-	name, err := gitlab.PodName(os.Getenv)
+	name, err := gitlab.PodName(env)
 	if err != nil {
 		return fail("%v", err)
 	}
 	// Settings first: bad ones fail before anything touches the cluster.
-	spec, err := gitlabSpec(cfg, job, name, os.Getenv)
+	spec, err := gitlabSpec(cfg, job, name, env)
 	if err != nil {
 		return fail("%v", err)
 	}
 	jobLog := cfg.jobLog(stdout)
-	pod, _, server, err := gitlabPod(cfg, jobLog)
+	pod, _, server, err := gitlabPod(cfg, env, jobLog)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -92,7 +95,7 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 // services, the driver's pod shaping, the builds and cache volumes shared
 // with the helper container, and the job's timeout. The caller fills in
 // the namespace.
-func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(string) string) (kube.Spec, error) {
+func gitlabSpec(cfg *Settings, job *gitlab.Job, name string, getenv func(string) string) (kube.Spec, error) {
 	spec := kube.Spec{
 		Name: name, JobID: name,
 		Image: gitlab.Expand(getenv, job.Image.Name), HelperImage: cfg.HelperImage, Serve: true,
@@ -169,7 +172,7 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 // allowedPullPolicies are the pull policies a job may choose: the driver
 // config's allowed-pull-policies, else its pull-policy alone, as GitLab
 // Runner's Kubernetes executor defaults them.
-func (f *gitlabFlags) allowedPullPolicies() []string {
+func (f *Settings) allowedPullPolicies() []string {
 	if len(f.AllowedPullPolicies) > 0 {
 		return f.AllowedPullPolicies
 	}

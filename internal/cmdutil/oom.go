@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 )
 
-// oomText says a script was killed for memory, with the limit in the
+// OOMText says a script was killed for memory, with the limit in the
 // units Kubernetes users write ("out of memory (limit 64Mi)").
-func oomText(limit int64) string {
+func OOMText(limit int64) string {
 	if limit <= 0 {
 		return "out of memory"
 	}
@@ -21,15 +21,15 @@ func oomText(limit int64) string {
 	return "out of memory (limit " + resource.NewQuantity(limit, format).String() + ")"
 }
 
-// exitOOMKilled is tether's exit code when the job's container was
+// ExitOOMKilled is tether's exit code when the job's container was
 // OOMKilled before the job reported its result: 128+SIGKILL, the code of a
 // script the OOM killer ended.
-const exitOOMKilled = 137
+const ExitOOMKilled = 137
 
-// containerOOM returns the *kube.ContainerEndedError in err when the
+// ContainerOOM returns the *kube.ContainerEndedError in err when the
 // kernel's OOM killer ended the job's whole container (the shim with it),
 // else nil.
-func containerOOM(err error) *kube.ContainerEndedError {
+func ContainerOOM(err error) *kube.ContainerEndedError {
 	var ended *kube.ContainerEndedError
 	if errors.As(err, &ended) && ended.OOMKilled() {
 		return ended

@@ -1,4 +1,4 @@
-package main
+package gitlab
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ import (
 // runner's longest stage-retry sleep (5 minutes) plus the time a stage's
 // process retries an unreachable API server.
 func TestGitLabIdleTimeoutDefault(t *testing.T) {
-	var f gitlabFlags
-	if _, err := parseGitlabFlags(&f, nil, func(string) string { return "" }); err != nil {
+	var f Settings
+	if _, err := Parse(&f, nil, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
 	if f.IdleTimeout != gitlabIdleTimeout {

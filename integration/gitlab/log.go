@@ -1,4 +1,4 @@
-package main
+package gitlab
 
 // The GitLab driver's two kinds of output:
 //
@@ -7,7 +7,7 @@ package main
 //     progress of the kube package, plain lines for its own), each fact
 //     once, and nothing of its own between a stage's output bytes;
 //   - its own structured log (slog records with times, levels and fields),
-//     written only when a setting asks for it (gitlabLogFlags): to a file,
+//     written only when a setting asks for it (LogSettings): to a file,
 //     or to stderr, which is the job log.
 
 import (
@@ -23,10 +23,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
-// gitlabLogFlags are the driver's log settings.
-type gitlabLogFlags struct {
+// LogSettings are the driver's log settings: its own structured log,
+// written only when one of them asks for it.
+type LogSettings struct {
 	// Verbose logs debug records too, client-go's requests included.
 	Verbose bool
 	// LogFormat is "text" or "json"; set, it asks for the log.
@@ -34,19 +37,19 @@ type gitlabLogFlags struct {
 	// LogFile receives the log instead of stderr (appended; every stage
 	// of every job writes to it, each record naming its job).
 	LogFile string
-	// log is the structured log the settings selected (set by gitlabCmd).
+	// log is the structured log the settings selected (set by Command).
 	log *slog.Logger
 }
 
 // register adds -v/--verbose, --log-format and --log-file to fs.
-func (l *gitlabLogFlags) register(fs *pflag.FlagSet) {
+func (l *LogSettings) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&l.Verbose, "verbose", "v", false, "write the driver's structured log with debug records (client-go's requests included): to log-file, else to stderr, which the runner puts in the job log")
 	fs.StringVar(&l.LogFormat, "log-format", "", "write the driver's structured log in `FORMAT` text or json: to log-file, else to stderr, which the runner puts in the job log (default: no structured log)")
 	fs.StringVar(&l.LogFile, "log-file", "", "append the driver's structured log (info records, debug with verbose) to `FILE` instead of the job log")
 }
 
 // validate checks the log settings.
-func (l *gitlabLogFlags) validate() error {
+func (l *LogSettings) validate() error {
 	switch l.LogFormat {
 	case "", "text", "json":
 		return nil
@@ -55,28 +58,28 @@ func (l *gitlabLogFlags) validate() error {
 }
 
 // asked reports whether a setting asks for the structured log.
-func (l *gitlabLogFlags) asked() bool {
+func (l *LogSettings) asked() bool {
 	return l.Verbose || l.LogFormat != "" || l.LogFile != ""
 }
 
-// logger returns the driver's structured log: discarded unless a setting
-// asks for it, else written to the log file or to stderr. close closes
+// openLog returns the driver's structured log: discarded unless a setting
+// asks for it, else written to the log file or to stderr. closeLog closes
 // the log file.
-func (l *gitlabLogFlags) logger(stderr io.Writer) (log *slog.Logger, closeLog func() error, err error) {
+func (l *LogSettings) openLog(stderr io.Writer) (log *slog.Logger, closeLog func() error, err error) {
 	noClose := func() error { return nil }
 	if !l.asked() {
 		return slog.New(slog.DiscardHandler), noClose, nil
 	}
-	lf := logFlags{Verbose: l.Verbose, Format: l.LogFormat}
+	lf := cmdutil.LogFlags{Verbose: l.Verbose, Format: l.LogFormat}
 	w, closeLog := stderr, noClose
 	if l.LogFile != "" {
 		f, err := os.OpenFile(l.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("log-file: %w", err)
 		}
-		w, closeLog, lf.fullTime = f, f.Close, true
+		w, closeLog, lf.FullTime = f, f.Close, true
 	}
-	log, err = lf.logger(w)
+	log, err = lf.Logger(w)
 	if err != nil {
 		return nil, nil, errors.Join(err, closeLog())
 	}
@@ -219,7 +222,7 @@ func (f fanout) WithGroup(name string) slog.Handler {
 
 // jobLog returns prepare's logger: progress sentences to the job log (w)
 // and every record to the driver's structured log, if one was asked for.
-func (f *gitlabFlags) jobLog(w io.Writer) *slog.Logger {
+func (f *Settings) jobLog(w io.Writer) *slog.Logger {
 	h := slog.Handler(newJobLogHandler(w))
 	if f.log != nil {
 		h = fanout{h, f.log.Handler()}

@@ -1,4 +1,4 @@
-package main
+package gitlab
 
 import (
 	"errors"
@@ -11,16 +11,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/contract"
 	"github.com/tether-ci/tether/internal/gitlab"
 	"github.com/tether-ci/tether/settings"
 )
 
-// gitlabFlags are the driver's settings: flags of `tether gitlab`, or keys
+// Settings are the driver's settings: flags of `tether gitlab`, or keys
 // of its config file (--config, default $TETHER_CONFIG), the same names and
 // file format as `tether run` (settings.ApplyFile). The pod-shaping ones are
-// tether run's own (settings.Pod).
-type gitlabFlags struct {
+// tether run's own (settings.Pod). Fill them in Go, or parse them with
+// Parse (or NewFlagSet, Complete and Validate, on a command line of your
+// own).
+type Settings struct {
 	settings.Pod
 	Namespace, Kubeconfig, Context string
 	// Image is the build image of jobs that name none.
@@ -48,17 +51,25 @@ type gitlabFlags struct {
 	// Empty: bash where the container has it, else sh (the shim's choice
 	// for a script without #!), as GitLab's Kubernetes executor does.
 	Shell string
-	// Log settings (gitlab_log.go): the driver's own structured log,
+	// Log settings (log.go): the driver's own structured log,
 	// written only when one of them asks for it.
-	gitlabLogFlags
+	LogSettings
 }
 
 // gitlabNoHelper is the GitLabHelperImage that turns the helper container off.
 const gitlabNoHelper = "none"
 
-// newGitlabFlagSet returns the FlagSet of `tether gitlab` bound to f.
-func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
-	fs := newFlagSet("tether gitlab")
+// NewFlagSet returns the FlagSet of `tether gitlab` bound to f: errors
+// are returned, never printed.
+func NewFlagSet(f *Settings) *pflag.FlagSet {
+	fs := cmdutil.NewFlagSet("tether gitlab")
+	f.AddFlags(fs)
+	return fs
+}
+
+// AddFlags registers every setting on fs, named as the flags and config
+// file keys of `tether gitlab`, with their defaults.
+func (f *Settings) AddFlags(fs *pflag.FlagSet) {
 	f.Pod.AddFlags(fs)
 	fs.StringVarP(&f.Namespace, "namespace", "n", "", "Kubernetes `NAMESPACE` of the job pods (default: the kubeconfig's)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
@@ -74,30 +85,43 @@ func newGitlabFlagSet(f *gitlabFlags) *pflag.FlagSet {
 	fs.DurationVar(&f.TTLMargin, "ttl-margin", kube.DefaultTTLMargin, "the pod's TTL (after which tether gc deletes it) is the job's timeout plus this (no timeout: 24h)")
 	fs.StringVar(&f.BuildsDir, "builds-dir", "/builds", "builds_dir: where the project is checked out, a volume shared by the build and helper containers")
 	fs.StringVar(&f.CacheDir, "cache-dir", "/cache", "cache_dir: where caches are kept, a volume shared by the build and helper containers")
-	f.gitlabLogFlags.register(fs)
+	f.LogSettings.register(fs)
 	fs.StringVar(&f.Shell, "shell", "", "runs every stage script, whatever its #! line (absolute path in the images; default: bash where the container has it, else sh, as GitLab's Kubernetes executor)")
-	return fs
 }
 
-// parseGitlabFlags parses args (after the subcommand) and the config file
-// into f and returns the positional arguments.
-func parseGitlabFlags(f *gitlabFlags, args []string, getenv func(string) string) ([]string, error) {
-	fs := newGitlabFlagSet(f)
-	pos, err := parseArgs(fs, args)
+// Parse parses args (after the command's name) and the config file into
+// f, validates the driver's own settings and returns the positional
+// arguments. env gives $TETHER_CONFIG, the config file when args name
+// none.
+func Parse(f *Settings, args []string, env Env) ([]string, error) {
+	fs := NewFlagSet(f)
+	pos, err := cmdutil.ParseArgs(fs, args)
 	if err != nil {
 		return nil, err
 	}
-	if f.Config == "" {
-		f.Config = getenv("TETHER_CONFIG")
+	if err := f.Complete(fs, env); err != nil {
+		return nil, err
 	}
-	if err := f.Pod.Complete(fs); err != nil {
-		return nil, fmt.Errorf("the driver config: %w", err)
-	}
-	return pos, f.validate()
+	return pos, f.Validate()
 }
 
-// validate checks the settings; every error names its setting.
-func (f *gitlabFlags) validate() error {
+// Complete sets what the command line (fs, parsed) left unset from the
+// driver config file: --config, else $TETHER_CONFIG of env.
+func (f *Settings) Complete(fs *pflag.FlagSet, env Env) error {
+	if f.Config == "" {
+		f.Config = env("TETHER_CONFIG")
+	}
+	if err := f.Pod.Complete(fs); err != nil {
+		return fmt.Errorf("the driver config: %w", err)
+	}
+	return nil
+}
+
+// Validate checks the driver's own settings and puts the allowed pull
+// policies into Kubernetes' names; every error names its setting. The pod
+// shaping (settings.Pod) is checked where Prepare applies it: its errors
+// then start with "the driver config:".
+func (f *Settings) Validate() error {
 	if f.Shell != "" && !strings.HasPrefix(f.Shell, "/") {
 		return fmt.Errorf("shell %q must be an absolute path in the job image", f.Shell)
 	}
@@ -121,7 +145,7 @@ func (f *gitlabFlags) validate() error {
 		}
 		f.AllowedPullPolicies[i] = k
 	}
-	if err := f.gitlabLogFlags.validate(); err != nil {
+	if err := f.LogSettings.validate(); err != nil {
 		return err
 	}
 	if f.IdleTimeout < 0 {
@@ -138,7 +162,7 @@ func (f *gitlabFlags) validate() error {
 
 // helperImage is the helper container's image for this job ("" for none):
 // ${NAME} in the setting is the job variable NAME (CUSTOM_ENV_NAME).
-func (f *gitlabFlags) helperImage(getenv func(string) string) (string, error) {
+func (f *Settings) helperImage(getenv func(string) string) (string, error) {
 	if f.GitLabHelperImage == gitlabNoHelper {
 		return "", nil
 	}
@@ -158,7 +182,7 @@ func (f *gitlabFlags) helperImage(getenv func(string) string) (string, error) {
 }
 
 // where names the driver config for a message: its file, or how to give one.
-func (f *gitlabFlags) where() string {
+func (f *Settings) where() string {
 	if f.Config == "" {
 		return "a driver config file (--config FILE or $TETHER_CONFIG)"
 	}

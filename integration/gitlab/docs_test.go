@@ -1,4 +1,4 @@
-package main
+package gitlab
 
 import (
 	"os"
@@ -46,8 +46,8 @@ func TestGitLabDocSnippets(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(yamls[0]), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var f gitlabFlags
-	if _, err := parseGitlabFlags(&f, []string{"--config", cfg}, func(string) string { return "" }); err != nil {
+	var f Settings
+	if _, err := Parse(&f, []string{"--config", cfg}, func(string) string { return "" }); err != nil {
 		t.Fatalf("the sample driver config of %s: %v", doc, err)
 	}
 	if f.Namespace != "gitlab-ci" || f.ShimFrom != "image" || len(f.Tolerations) != 1 {

@@ -1,0 +1,63 @@
+package cmdutil
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// DeleteTimeout bounds deleting the pod at the end of a job.
+const DeleteTimeout = 30 * time.Second
+
+// RouteKlog sends client-go's klog output (connection noise such as
+// "Websocket Ping failed" while a dropped attach is being replaced) to log
+// at debug level instead of raw lines on stderr; the session reports the
+// drops itself.
+func RouteKlog(log *slog.Logger) {
+	klog.SetSlogLogger(slog.New(debugHandler{log.Handler()}))
+}
+
+// debugHandler logs every record at debug level.
+type debugHandler struct{ slog.Handler }
+
+func (h debugHandler) Enabled(ctx context.Context, _ slog.Level) bool {
+	return h.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (h debugHandler) Handle(ctx context.Context, r slog.Record) error {
+	// logr hands errors over without asking Enabled first.
+	if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+		return nil
+	}
+	r.Level = slog.LevelDebug
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h debugHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return debugHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h debugHandler) WithGroup(name string) slog.Handler {
+	return debugHandler{h.Handler.WithGroup(name)}
+}
+
+// KubeClients loads the client configuration the kubectl way (KUBECONFIG,
+// --kubeconfig, --context, -n, in-cluster) and builds a clientset for it.
+func KubeClients(opts kube.ConfigOptions) (*rest.Config, string, *kubernetes.Clientset, error) {
+	cfg, ns, err := kube.LoadConfig(opts)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("build a Kubernetes client: %w", err)
+	}
+	return cfg, ns, cs, nil
+}
