@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-ci/tether/integration/gitlab"
 	"github.com/tether-ci/tether/internal/cmdutil"
+	"github.com/tether-ci/tether/internal/gccmd"
 )
 
 const completionUsage = `Usage: tether completion bash|zsh|fish
@@ -36,7 +37,7 @@ func completionFlagSets() map[string]*pflag.FlagSet {
 	sets := map[string]*pflag.FlagSet{
 		"run":    newRunFlagSet(&runFlags{}),
 		"attach": newAttachFlagSet(&attachFlags{}),
-		"gc":     newGCFlagSet(&gcFlags{}),
+		"gc":     gccmd.NewFlagSet(&gccmd.Options{}),
 		"gitlab": gitlab.NewFlagSet(&gitlab.Settings{}),
 	}
 	for _, fs := range sets {

@@ -5,48 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/gc"
+	"github.com/tether-ci/tether/internal/gccmd"
 )
-
-func TestGCFlags(t *testing.T) {
-	parse := func(args ...string) (gc.Options, gc.Format, error) {
-		var f gcFlags
-		if _, err := cmdutil.ParseArgs(newGCFlagSet(&f), args); err != nil {
-			return gc.Options{}, "", err
-		}
-		return f.options()
-	}
-	o, format, err := parse("-n", "a,b", "--namespace", "c", "--dry-run", "--grace", "30s", "-l", "x=y", "--log-format", "json", "--resources", "pods,secrets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(o.Namespaces, []string{"a", "b", "c"}) || o.DryRun != gc.DryRunClient || o.Grace != 30*time.Second ||
-		o.Selector != "x=y" || format != gc.FormatJSON || !slices.Equal(o.Kinds, []gc.Kind{gc.KindPod, gc.KindSecret}) {
-		t.Errorf("options %+v format %s", o, format)
-	}
-	o, _, err = parse("-A", "--dry-run=server", "--grace", "0")
-	if err != nil || !slices.Equal(o.Namespaces, []string{""}) || o.DryRun != gc.DryRunServer || o.Grace >= 0 {
-		t.Errorf("options %+v err %v (want all namespaces, server dry run, no grace)", o, err)
-	}
-	o, _, err = parse()
-	if err != nil || len(o.Namespaces) != 0 || o.DryRun != gc.DryRunNone || o.Grace != gc.DefaultGrace || len(o.Kinds) != 3 {
-		t.Errorf("defaults %+v err %v", o, err)
-	}
-	for _, bad := range [][]string{
-		{"-A", "-n", "x"}, {"-n", "a,,b"}, {"--grace", "-1s"}, {"--log-format", "xml"},
-		{"--resources", "pods,deployments"}, {"--chunk-size", "0"}, {"--dry-run=maybe"},
-	} {
-		if _, _, err := parse(bad...); err == nil {
-			t.Errorf("%v accepted", bad)
-		}
-	}
-}
 
 func TestGCCommandUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"stray"}, {"--bogus"}, {"-A", "-n", "x"}, {"-n", "x", "-l", "a in (b"}} {
@@ -72,33 +36,11 @@ func TestGCCommandUnreachableCluster(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config")
 	writeKubeconfig(t, path, "ctx", "ns") // server 127.0.0.1:1: connection refused
 	var out, errb bytes.Buffer
-	if code := gcCmd(context.Background(), []string{"--kubeconfig", path}, &out, &errb); code != exitGCFailed {
-		t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, exitGCFailed, out.String(), errb.String())
+	if code := gcCmd(context.Background(), []string{"--kubeconfig", path}, &out, &errb); code != gccmd.ExitFailed {
+		t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, gccmd.ExitFailed, out.String(), errb.String())
 	}
 	if !strings.Contains(out.String(), "failed pod in namespace ns: list pods") || !strings.Contains(out.String(), "connection refused") {
 		t.Errorf("stdout:\n%s", out.String())
-	}
-}
-
-func TestLoadKubeConfigNamespace(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "config")
-	writeKubeconfig(t, path, "first", "ns-first")
-	t.Setenv("KUBECONFIG", path)
-	cfg, ns, err := loadKubeConfig("", "")
-	if err != nil || ns != "ns-first" || cfg.Host != "https://127.0.0.1:1" {
-		t.Fatalf("KUBECONFIG: ns %q host %v err %v", ns, cfg, err)
-	}
-	if _, ns, err = loadKubeConfig("", "second"); err != nil || ns != "ns-second" {
-		t.Fatalf("--context second: ns %q err %v", ns, err)
-	}
-	other := filepath.Join(dir, "other")
-	writeKubeconfig(t, other, "o", "")
-	if _, ns, err = loadKubeConfig(other, ""); err != nil || ns != "default" {
-		t.Fatalf("--kubeconfig without namespace: ns %q err %v", ns, err)
-	}
-	if _, _, err = loadKubeConfig("", "missing"); err == nil {
-		t.Fatal("unknown context accepted")
 	}
 }
 
