@@ -10,7 +10,8 @@
 //	run_kube.go    runKube: the Kubernetes backend (default)
 //	run_docker.go  runDocker: the docker/podman backend (--docker)
 //	attach.go      attachCmd: `tether attach`
-//	gc.go          gcCmd: `tether gc`
+//	gc.go          gcCmd: `tether gc`'s help and flags; the command is internal/gccmd
+//	gitlab.go      gitlabCmd: `tether gitlab`'s arguments and help; the driver is integration/gitlab
 //	completion.go  completionCmd: `tether completion bash|zsh|fish`
 //	output.go      shared helpers: progress events, result summary, exit codes
 //	signals.go     shared helpers: signal handling (first signal cancels, second exits)
@@ -46,7 +47,7 @@ func main() {
 	signalNotices := notices
 	if gitlabDriver {
 		// The driver's job log is the runner's: a cancel is said once,
-		// after the stage's output (gitlab_run.go).
+		// after the stage's output (integration/gitlab/run.go).
 		signalNotices = io.Discard
 	}
 	code := func() int {
