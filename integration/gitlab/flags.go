@@ -20,9 +20,9 @@ import (
 // Settings are the driver's settings: flags of `tether gitlab`, or keys
 // of its config file (--config, default $TETHER_CONFIG), the same names and
 // file format as `tether run` (settings.ApplyFile). The pod-shaping ones are
-// tether run's own (settings.Pod). Fill them in Go, or parse them with
-// Parse (or NewFlagSet, Complete and Validate, on a command line of your
-// own).
+// tether run's own (settings.Pod). Parse them with Parse (or NewFlagSet,
+// Complete and Validate, on a command line of your own), or set them in
+// Go: their defaults are the flags', which Parse of no arguments gives.
 type Settings struct {
 	settings.Pod
 	Namespace, Kubeconfig, Context string
@@ -51,8 +51,8 @@ type Settings struct {
 	// Empty: bash where the container has it, else sh (the shim's choice
 	// for a script without #!), as GitLab's Kubernetes executor does.
 	Shell string
-	// Log settings (log.go): the driver's own structured log,
-	// written only when one of them asks for it.
+	// LogSettings are the driver's own structured log, written only when
+	// one of them asks for it.
 	LogSettings
 }
 
