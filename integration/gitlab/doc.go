@@ -27,8 +27,10 @@
 // BUILD_EXIT_CODE_FILE, SYSTEM_FAILURE_EXIT_CODE); the check of the
 // runner's permissions before a pod exists; the advice that names the
 // setting behind a refused pod or an image that cannot be pulled; the
-// replacement of a pod an earlier prepare of the same job left; and the
-// job log's lines (the pod's progress as sentences, what happened to a
+// replacement of a pod an earlier prepare of the same job left; the
+// gitlab-runner command the shims offer for gitlab-runner-helper, and
+// prepare's warning when a job's caches and artifacts have neither; and
+// the job log's lines (the pod's progress as sentences, what happened to a
 // stage's connection, how it ended).
 //
 // # What is public

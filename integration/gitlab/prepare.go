@@ -88,6 +88,7 @@ func Prepare(ctx context.Context, cfg *Settings, env Env, stdout io.Writer) int 
 		return fail("the job's pod did not start: %v%s", err, pullAdvice(err, spec))
 	}
 	fmt.Fprintf(stdout, "tether: pod %s/%s is running\n", created.Namespace, created.Name)
+	checkRunnerCommand(ctx, created, job, helperImageOf(spec), spec.Image, stdout, jobLog)
 	return 0
 }
 
@@ -100,7 +101,7 @@ func gitlabSpec(cfg *Settings, job *gitlab.Job, name string, getenv func(string)
 		Name: name, JobID: name,
 		Image: gitlab.Expand(getenv, job.Image.Name), HelperImage: cfg.HelperImage, Serve: true,
 		Timeout: job.Timeout(), PullPolicy: corev1.PullPolicy(cfg.PullPolicy),
-		IdleTimeout: cfg.IdleTimeout,
+		IdleTimeout: cfg.IdleTimeout, CommandAliases: runnerCommandAliases,
 	}
 	if spec.Timeout > 0 {
 		spec.TTL = spec.Timeout + cfg.TTLMargin
