@@ -40,15 +40,15 @@ type attachFlags struct {
 	Keep       bool
 	// Delete is the deprecated --delete, now the default.
 	Delete bool
-	// OutputLimit is --output-limit (output_limit.go).
-	OutputLimit outputLimit
+	// OutputLimit is --output-limit (cmdutil.OutputLimit).
+	OutputLimit cmdutil.OutputLimit
 }
 
 // newAttachFlagSet returns the FlagSet of `tether attach` bound to f.
 func newAttachFlagSet(f *attachFlags) *pflag.FlagSet {
 	fs := cmdutil.NewFlagSet("tether attach")
 	f.LogFlags.Register(fs)
-	f.OutputLimit.register(fs)
+	f.OutputLimit.Register(fs)
 	fs.StringVarP(&f.Namespace, "namespace", "n", "", "Kubernetes `NAMESPACE` (default: the kubeconfig's)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
@@ -102,27 +102,27 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
 	if err != nil {
 		log.Error("cannot reach Kubernetes", "err", err)
-		return exitTether
+		return cmdutil.ExitTether
 	}
 	t := &kube.Transport{Config: cfg, Client: cs, Namespace: ns, Pod: pos[0], Container: f.Container,
 		Options: kube.TransportOptions{Protocol: proto, Logger: log}}
 	opts := client.Options{
 		Output:   stdout,
-		Events:   progress(log),
+		Events:   cmdutil.Progress(log),
 		Logger:   log,
 		ExitShim: f.Exit,
 	}
-	f.OutputLimit.apply(&opts)
+	f.OutputLimit.Apply(&opts)
 	res, err := client.Attach(ctx, t, f.From, opts)
-	report(log, res, err)
-	code := exitCode(res, err)
+	cmdutil.Report(log, res, err)
+	code := cmdutil.ExitCode(res, err)
 	if !f.Keep && (err == nil || res.Exit != nil || res.Cancelled) {
 		pod, gerr := (&kube.Pod{Client: cs, Namespace: ns, Name: pos[0], Logger: log}).Get(context.WithoutCancel(ctx))
 		if gerr != nil {
 			log.Error("cannot delete the pod", "err", gerr)
 			return code
 		}
-		deletePod(ctx, log, &kube.Pod{Client: cs, Namespace: ns, Name: pod.Name, UID: pod.UID, Logger: log})
+		cmdutil.DeletePod(ctx, log, &kube.Pod{Client: cs, Namespace: ns, Name: pod.Name, UID: pod.UID, Logger: log})
 	}
 	return code
 }

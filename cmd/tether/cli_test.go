@@ -7,14 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tether-ci/tether/internal/runcmd"
+
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // TestCombinedShortFlags: short flags combine as kubectl users expect
 // ("-qn ci"), and flags may follow the scripts.
 func TestCombinedShortFlags(t *testing.T) {
-	var f runFlags
-	pos, err := cmdutil.ParseArgs(newRunFlagSet(&f), []string{"-qn", "ci", "a.sh", "--after", "b.sh", "--read-only-root", "--", "--c.sh"})
+	var f runcmd.Flags
+	pos, err := cmdutil.ParseArgs(runcmd.NewFlagSet(&f), []string{"-qn", "ci", "a.sh", "--after", "b.sh", "--read-only-root", "--", "--c.sh"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,8 +26,8 @@ func TestCombinedShortFlags(t *testing.T) {
 	if strings.Join(pos, " ") != "a.sh --c.sh" {
 		t.Fatalf("positional %q, want a.sh --c.sh", pos)
 	}
-	var g runFlags
-	if _, err := cmdutil.ParseArgs(newRunFlagSet(&g), []string{"--read-only-root=false", "-v", "a.sh"}); err != nil || g.ReadOnlyRoot == nil || *g.ReadOnlyRoot || !g.Verbose {
+	var g runcmd.Flags
+	if _, err := cmdutil.ParseArgs(runcmd.NewFlagSet(&g), []string{"--read-only-root=false", "-v", "a.sh"}); err != nil || g.ReadOnlyRoot == nil || *g.ReadOnlyRoot || !g.Verbose {
 		t.Fatalf("--read-only-root=false -v: %v %+v", err, g)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tether-ci/tether/internal/runcmd"
+
 	"github.com/spf13/pflag"
 
 	"github.com/tether-ci/tether/integration/gitlab"
@@ -35,7 +37,7 @@ const gitlabCommands = "config prepare run cleanup"
 // the commands parse, so completion never drifts from them).
 func completionFlagSets() map[string]*pflag.FlagSet {
 	sets := map[string]*pflag.FlagSet{
-		"run":    newRunFlagSet(&runFlags{}),
+		"run":    runcmd.NewFlagSet(&runcmd.Flags{}),
 		"attach": newAttachFlagSet(&attachFlags{}),
 		"gc":     gccmd.NewFlagSet(&gccmd.Options{}),
 		"gitlab": gitlab.NewFlagSet(&gitlab.Settings{}),

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-ci/tether/internal/runcmd"
+
 	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/settings"
 )
@@ -39,8 +41,8 @@ label: [team=x]
 annotation: {b: "2", a: one}
 cpu: 2
 `)
-	var f runFlags
-	fs := newRunFlagSet(&f)
+	var f runcmd.Flags
+	fs := runcmd.NewFlagSet(&f)
 	if _, err := cmdutil.ParseArgs(fs, []string{"--config", path, "--namespace", "cli-ns", "--label", "from=cli", "s.sh"}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +80,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"label: {a: [x]}\n", `key "label" (--label): key "a": want a string, number or bool`},
 	} {
 		path := writeConfig(t, tc.body)
-		var f runFlags
-		fs := newRunFlagSet(&f)
+		var f runcmd.Flags
+		fs := runcmd.NewFlagSet(&f)
 		if _, err := cmdutil.ParseArgs(fs, []string{"--config", path, "s.sh"}); err != nil {
 			t.Fatal(err)
 		}
@@ -88,8 +90,8 @@ func TestConfigFileErrors(t *testing.T) {
 			t.Errorf("%q: error %v; want one naming %s and %q", tc.body, err, path, tc.want)
 		}
 	}
-	var f runFlags
-	fs := newRunFlagSet(&f)
+	var f runcmd.Flags
+	fs := runcmd.NewFlagSet(&f)
 	if err := settings.ApplyFile(fs, filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "--config: read the config file") {
 		t.Errorf("missing file: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/tether-ci/tether/internal/runcmd"
+
 	"github.com/spf13/pflag"
 
 	"github.com/tether-ci/tether/integration/gitlab"
@@ -16,7 +18,7 @@ import (
 // its own that contradicts its text (termination-grace-period's 0s).
 func TestHelpFlagTables(t *testing.T) {
 	for name, fs := range map[string]*pflag.FlagSet{
-		"run":    newRunFlagSet(&runFlags{}),
+		"run":    runcmd.NewFlagSet(&runcmd.Flags{}),
 		"gitlab": gitlab.NewFlagSet(&gitlab.Settings{}),
 	} {
 		col := -1

@@ -5,15 +5,13 @@
 // Layout of this package (one owner per file):
 //
 //	main.go        subcommand dispatch, usage, version, program name (kubectl-tether)
-//	run.go         `tether run`: every run flag (runFlags), validation, backend dispatch
-//	run_local.go   runLocal: the local backend (--local)
-//	run_kube.go    runKube: the Kubernetes backend (default)
-//	run_docker.go  runDocker: the docker/podman backend (--docker)
+//	run.go         runCmd: `tether run`'s help and flags; the run (flags, validation, backends) is internal/runcmd
 //	attach.go      attachCmd: `tether attach`
 //	gc.go          gcCmd: `tether gc`'s help and flags; the command is internal/gccmd
 //	gitlab.go      gitlabCmd: `tether gitlab`'s arguments and help; the driver is integration/gitlab
 //	completion.go  completionCmd: `tether completion bash|zsh|fish`
-//	output.go      shared helpers: progress events, result summary, exit codes
+//	output.go      shared helpers: usage with exit codes, JSON stderr lines (a session's progress,
+//	               summary and exit code are internal/cmdutil's)
 //	signals.go     shared helpers: signal handling (first signal cancels, second exits)
 package main
 

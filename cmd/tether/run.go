@@ -3,77 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/tether-ci/tether/client"
-	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/cmdutil"
-	"github.com/tether-ci/tether/protocol"
-	"github.com/tether-ci/tether/settings"
-
-	"github.com/tether-ci/tether/internal/contract"
+	"github.com/tether-ci/tether/internal/runcmd"
 )
-
-// runFlags holds every `tether run` flag, for all backends, and the
-// validated positional arguments. Backends read what they need.
-type runFlags struct {
-	cmdutil.LogFlags
-
-	// Backend selection: --local, --docker, else Kubernetes.
-	Local  bool
-	Docker bool
-
-	// After are the after-scripts (--after, repeatable), absolute paths.
-	After settings.StringList
-	// Scripts are the main scripts (positional), absolute paths.
-	Scripts []string
-
-	// Shim is the tether-shim binary for --local (--shim).
-	Shim string
-
-	// Kubernetes (and docker, for Image/Env/HelperImage/Keep).
-	Image     string        // --image: the build container's image
-	Namespace string        // -n/--namespace ("" = kubeconfig's namespace)
-	Timeout   time.Duration // --timeout: job timeout (shim deadline, activeDeadlineSeconds); 0 = none
-	// AfterTimeout (--after-timeout) is the after-scripts' budget once the
-	// timeout stopped the main scripts; 0 = they do not run then.
-	AfterTimeout time.Duration
-	TTL          time.Duration       // --ttl: pod TTL annotation for `tether gc`; 0 = timeout + 15m
-	Env          settings.StringList // --env K=V (repeatable), validated
-	// MaskEnv (--mask-env NAME, repeatable) names variables (from --env, else
-	// tether's environment) whose values the shim masks in the output.
-	MaskEnv settings.StringList
-	// maskValues are MaskEnv's values, set by validate.
-	maskValues  []string
-	Kubeconfig  string        // --kubeconfig ("" = KUBECONFIG / ~/.kube/config / in-cluster)
-	Context     string        // --context: kubeconfig context
-	HelperImage string        // --helper-image: image carrying tether-shim
-	Keep        bool          // --keep: do not delete the pod/container afterwards
-	IdleTimeout time.Duration // --idle-timeout: the shim exits when idle and unpinged this long
-
-	// Kubernetes pod security (kube.Spec.Restricted and SecurityContext).
-	settings.Security
-
-	// Pod shaping, shared with every integration.
-	settings.Pod
-	// OutputLimit is --output-limit (output_limit.go).
-	OutputLimit outputLimit
-	// How the shim runs the scripts (run_engine.go).
-	engineFlags
-
-	// Logger is set by runCmd from the log flags.
-	Logger *slog.Logger
-	// start is when runCmd began, for the job's total duration.
-	start time.Time
-}
 
 const runUsage = `Usage: tether run [flags] SCRIPT... [--after SCRIPT]...
 
@@ -100,166 +37,28 @@ Examples:
   tether run --config tether.yaml build.sh   # lines such as "image: alpine:3", "env: [A=1, B=2]"
 `
 
-// newRunFlagSet returns the FlagSet of `tether run` bound to f.
-func newRunFlagSet(f *runFlags) *pflag.FlagSet {
-	fs := cmdutil.NewFlagSet("tether run")
-
-	f.LogFlags.Register(fs)
-	f.Pod.AddFlags(fs)
-	f.OutputLimit.register(fs)
-	registerEngineFlags(fs, &f.engineFlags)
-	fs.BoolVar(&f.Local, "local", false, "run the shim as a local child process (no cluster)")
-	fs.BoolVar(&f.Docker, "docker", false, "run in a docker/podman container")
-	fs.Var(&f.After, "after", "after-`SCRIPT`, run even when a main script failed (repeatable)")
-	fs.StringVar(&f.Shim, "shim", "", "tether-shim binary for --local (default: next to tether, else on PATH)")
-	fs.StringVar(&f.Image, "image", "", "image of the build container (Kubernetes, docker)")
-	fs.StringVarP(&f.Namespace, "namespace", "n", "", "Kubernetes `NAMESPACE` (default: the kubeconfig's)")
-	fs.DurationVar(&f.Timeout, "timeout", time.Hour, "job timeout; the shim stops the job when it passes (0 = none)")
-	fs.DurationVar(&f.AfterTimeout, "after-timeout", kube.DefaultAfterTimeout, "when --timeout stops the job, the after-scripts still run for at most this long (0 = they do not run then)")
-	fs.DurationVar(&f.TTL, "ttl", 0, "pod TTL after which tether gc deletes it (0 = timeout + 15m)")
-	fs.Var(&f.Env, "env", "job variable `K=V` (repeatable; names starting with TETHER_ are reserved for tether-shim)")
-	fs.Var(&f.MaskEnv, "mask-env", "replace the value of variable `NAME` (from --env, else tether's environment; at least 8 bytes) with [MASKED] in the job's output, also URL-encoded, before it leaves the shim (repeatable)")
-	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
-	fs.StringVar(&f.HelperImage, "helper-image", contract.DefaultHelperImage(), "image that carries tether-shim (for --kube and --docker)")
-	fs.BoolVar(&f.Keep, "keep", false, "keep the pod/container after the job")
-	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 10*time.Minute, "the shim exits when no script runs and no client pinged it for this long (0 = never)")
-	f.Security.AddFlags(fs)
-	return fs
-}
-
-// runCmd is `tether run`.
+// runCmd is `tether run`: its flags and help; the run is internal/runcmd's.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := runFlags{start: time.Now()}
-	fs := newRunFlagSet(&f)
+	f := runcmd.Flags{Start: time.Now()}
+	fs := runcmd.NewFlagSet(&f)
 	pos, err := cmdutil.ParseArgs(fs, args)
 	if errors.Is(err, pflag.ErrHelp) {
 		printUsage(ctx, fs, stdout, runUsage)
 		return 0
 	}
 	if err != nil {
-		return usageErr(stderr, "%v", err)
+		return runcmd.UsageErr(stderr, "%v", err)
 	}
 	if err := f.Pod.Complete(fs); err != nil {
-		return usageErr(stderr, "%v", err)
+		return runcmd.UsageErr(stderr, "%v", err)
 	}
-	if err := f.validate(pos); err != nil {
-		return usageErr(stderr, "%v", err)
+	if err := f.Validate(pos); err != nil {
+		return runcmd.UsageErr(stderr, "%v", err)
 	}
 	log, err := f.LogFlags.Logger(stderr)
 	if err != nil {
-		return usageErr(stderr, "%v", err)
+		return runcmd.UsageErr(stderr, "%v", err)
 	}
 	f.Logger = log
-	job := client.Job{Scripts: f.Scripts, After: f.After, Mask: f.maskValues, Shell: f.Shell}
-	switch {
-	case f.Local:
-		return runLocal(ctx, &f, job, stdout, stderr)
-	case f.Docker:
-		return runDocker(ctx, &f, job, stdout, stderr)
-	default:
-		return runKube(ctx, &f, job, stdout, stderr)
-	}
-}
-
-// usageErr prints a bad-input message and returns exitUsage.
-func usageErr(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "tether run: "+format+"\nRun 'tether run --help' for usage.\n", args...)
-	return exitUsage
-}
-
-// validate checks the flags and sets Scripts (and After) to absolute paths
-// of existing regular files.
-func (f *runFlags) validate(pos []string) error {
-	if len(pos) == 0 {
-		return errors.New("no scripts given")
-	}
-	if f.Local && f.Docker {
-		return errors.New("--local and --docker exclude each other")
-	}
-	if !f.Local && !f.Docker && f.Image == "" {
-		return errors.New("choose a backend: --local (no cluster), --docker, or --image IMAGE for Kubernetes")
-	}
-	if f.Local && f.Image != "" {
-		return errors.New("--image has no meaning with --local (scripts run on this machine)")
-	}
-	for _, kv := range f.Env {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--env %q: want KEY=VALUE", kv)
-		}
-		if strings.HasPrefix(k, "TETHER_") {
-			return fmt.Errorf("--env %s: names starting with TETHER_ are reserved: they configure tether-shim", k)
-		}
-	}
-	for _, name := range f.MaskEnv {
-		v, ok := "", false
-		for _, kv := range f.Env {
-			if k, val, _ := strings.Cut(kv, "="); k == name {
-				v, ok = val, true
-			}
-		}
-		if !ok {
-			v, ok = os.LookupEnv(name)
-		}
-		if !ok {
-			return fmt.Errorf("--mask-env %s: no such variable in --env or the environment", name)
-		}
-		if len(v) < protocol.MinMaskLen {
-			return fmt.Errorf("--mask-env %s: the value is %d bytes; values shorter than %d bytes are too short to mask safely", name, len(v), protocol.MinMaskLen)
-		}
-		f.maskValues = append(f.maskValues, v)
-	}
-	if err := f.engineFlags.validate(); err != nil {
-		return err
-	}
-	if f.Security.IsSet() && (f.Local || f.Docker) {
-		return errors.New("--restricted, --run-as-user and --read-only-root apply to Kubernetes pods only, not to --local or --docker")
-	}
-	if err := f.Security.Validate(); err != nil {
-		return err
-	}
-	if f.Pod.IsSet() && (f.Local || f.Docker) {
-		return errors.New("the pod-shaping flags (--cpu, --memory, --requests, --limits, --node-selector, --toleration, --pull-secret, --service-account, --service, --volume, --label, --annotation) apply to Kubernetes pods only")
-	}
-	if err := f.Pod.Validate(); err != nil {
-		return err
-	}
-	if f.Timeout < 0 || f.TTL < 0 || f.IdleTimeout < 0 || f.AfterTimeout < 0 {
-		return errors.New("--timeout, --after-timeout, --ttl and --idle-timeout must not be negative")
-	}
-	var err error
-	if f.Scripts, err = scriptPaths(pos); err != nil {
-		return err
-	}
-	after, err := scriptPaths(f.After)
-	if err != nil {
-		return err
-	}
-	f.After = after
-	return nil
-}
-
-// scriptPaths returns the absolute paths of the scripts, which must be
-// readable regular files.
-func scriptPaths(paths []string) ([]string, error) {
-	out := make([]string, 0, len(paths))
-	for _, p := range paths {
-		if p == "" {
-			return nil, errors.New("empty script path")
-		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("script %s: %w", p, err)
-		}
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("script %s is not a regular file", p)
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return nil, fmt.Errorf("script %s: %w", p, err)
-		}
-		out = append(out, abs)
-	}
-	return out, nil
+	return f.Run(ctx, stdout, stderr)
 }

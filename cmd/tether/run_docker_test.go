@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-ci/tether/internal/cmdutil"
 
 	"github.com/tether-ci/tether/client/docker"
 	"github.com/tether-ci/tether/internal/dockerengine"
@@ -153,8 +154,8 @@ func TestRunDockerNoEngine(t *testing.T) {
 	t.Setenv("DOCKER_HOST", host)
 	p := writeScript(t, dir, "a.sh", "echo a")
 	out, errb, code := tether(t, dir, "run", "--docker", "--image", "localhost/tether/busybox:dev", p)
-	if code != exitTether || len(out) != 0 {
-		t.Errorf("exit %d, stdout %q; want %d and no output", code, out, exitTether)
+	if code != cmdutil.ExitTether || len(out) != 0 {
+		t.Errorf("exit %d, stdout %q; want %d and no output", code, out, cmdutil.ExitTether)
 	}
 	for _, want := range []string{host, "apt-get install podman", "podman system service", "DOCKER_HOST"} {
 		if !strings.Contains(string(errb), want) {
@@ -170,40 +171,5 @@ func TestRunDockerNeedsImage(t *testing.T) {
 	_, errb, code := tether(t, dir, "run", "--docker", p)
 	if code != exitUsage || !strings.Contains(string(errb), "--image") {
 		t.Errorf("exit %d, stderr %q; want %d and a word about --image", code, errb, exitUsage)
-	}
-}
-
-// TestContainerScripts: scripts keep their base names in the container;
-// different files with one base name get numbered, a file given twice is
-// placed once.
-func TestContainerScripts(t *testing.T) {
-	dir := t.TempDir()
-	for _, d := range []string{"a", "b"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a := writeScript(t, dir, "a/build.sh", "echo a")
-	b := writeScript(t, dir, "b/build.sh", "echo b")
-	c := writeScript(t, dir, "clean.sh", "echo c")
-	files, main, after, err := containerScripts([]string{a, b, a}, []string{c, b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantMain := []string{docker.ScriptPath("build.sh"), docker.ScriptPath("2-build.sh"), docker.ScriptPath("build.sh")}
-	wantAfter := []string{docker.ScriptPath("clean.sh"), docker.ScriptPath("2-build.sh")}
-	if fmt.Sprint(main) != fmt.Sprint(wantMain) || fmt.Sprint(after) != fmt.Sprint(wantAfter) {
-		t.Errorf("paths: main %v after %v; want %v %v", main, after, wantMain, wantAfter)
-	}
-	got := map[string]string{}
-	for _, f := range files {
-		got[f.Name] = string(f.Data)
-	}
-	want := map[string]string{"build.sh": "echo a", "2-build.sh": "echo b", "clean.sh": "echo c"}
-	if fmt.Sprint(got) != fmt.Sprint(want) || len(files) != 3 {
-		t.Errorf("files %v, want %v", got, want)
-	}
-	if _, _, _, err := containerScripts([]string{filepath.Join(dir, "missing.sh")}, nil); err == nil {
-		t.Error("a missing script is not an error")
 	}
 }

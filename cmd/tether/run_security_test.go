@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tether-ci/tether/internal/runcmd"
+
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
@@ -42,12 +44,12 @@ func specFor(t *testing.T, args ...string) *kube.Objects {
 	t.Helper()
 	dir := t.TempDir()
 	script := writeScript(t, dir, "a.sh", "echo hi\n")
-	var f runFlags
-	pos, err := cmdutil.ParseArgs(newRunFlagSet(&f), append(append([]string{"--image", "busybox"}, args...), script))
+	var f runcmd.Flags
+	pos, err := cmdutil.ParseArgs(runcmd.NewFlagSet(&f), append(append([]string{"--image", "busybox"}, args...), script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.validate(pos); err != nil {
+	if err := f.Validate(pos); err != nil {
 		t.Fatal(err)
 	}
 	spec := kube.Spec{Namespace: "ci", Image: f.Image, Scripts: []kube.Script{{Name: "a.sh", Content: []byte("echo hi\n")}}}

@@ -4,7 +4,8 @@ package main
 // subcommand, so the context each subcommand receives is cancelled by the
 // first SIGINT/SIGTERM (context.Cause is a *signalError): a session then
 // cancels its job gracefully. A second signal exits at once with 128+N,
-// after running the hooks registered with onForce (e.g. stop a local shim).
+// after running the hooks registered with cmdutil.OnForce (e.g. stop a
+// local shim).
 
 import (
 	"context"
@@ -12,8 +13,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
+
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // signalError is the cancellation cause after a signal.
@@ -32,40 +34,12 @@ func signalName(sig os.Signal) string {
 	return sig.String()
 }
 
-// forceHooks are run before a forced exit.
-type forceHooks struct {
-	mu    sync.Mutex
-	hooks map[int]func()
-	next  int
-}
-
-type forceKey struct{}
-
-// onForce registers fn to run (quickly) before tether exits on a second
-// signal. The returned function unregisters it.
-func onForce(ctx context.Context, fn func()) (remove func()) {
-	h, ok := ctx.Value(forceKey{}).(*forceHooks)
-	if !ok {
-		return func() {}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	id := h.next
-	h.next++
-	h.hooks[id] = fn
-	return func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		delete(h.hooks, id)
-	}
-}
-
 // signalContext returns a context cancelled by the first SIGINT or SIGTERM
 // (with a *signalError cause, and a notice on stderr). A second signal runs
-// the onForce hooks and exits with 128+N. stop releases the signals.
+// the cmdutil.OnForce hooks and exits with 128+N. stop releases the signals.
 func signalContext(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
-	hooks := &forceHooks{hooks: map[int]func(){}}
-	ctx, cancel := context.WithCancelCause(context.WithValue(parent, forceKey{}, hooks))
+	withHooks, runHooks := cmdutil.WithForceHooks(parent)
+	ctx, cancel := context.WithCancelCause(withHooks)
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -83,11 +57,7 @@ func signalContext(parent context.Context, stderr io.Writer) (ctx context.Contex
 					continue
 				}
 				fmt.Fprintf(stderr, "tether: %s again: exiting now\n", signalName(sig))
-				hooks.mu.Lock()
-				for _, fn := range hooks.hooks {
-					fn()
-				}
-				hooks.mu.Unlock()
+				runHooks()
 				code := 128
 				if s, ok := sig.(syscall.Signal); ok {
 					code += int(s)

@@ -61,3 +61,12 @@ func KubeClients(opts kube.ConfigOptions) (*rest.Config, string, *kubernetes.Cli
 	}
 	return cfg, ns, cs, nil
 }
+
+// DeletePod deletes the job's pod, whatever happened to ctx.
+func DeletePod(ctx context.Context, log *slog.Logger, pod *kube.Pod) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DeleteTimeout)
+	defer cancel()
+	if err := pod.Delete(dctx); err != nil {
+		log.Error("cannot delete the job's pod; `tether gc` removes it after its TTL", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}

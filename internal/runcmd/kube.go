@@ -1,10 +1,9 @@
-package main
+package runcmd
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,23 +16,23 @@ import (
 // runKube runs job in a Kubernetes pod: build the pod and its ConfigMap and
 // Secret, wait for it to run (printing its events), attach, follow the job,
 // delete the pod (unless --keep).
-func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io.Writer) int {
+func runKube(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.Writer) int {
 	log := f.Logger
 	cmdutil.RouteKlog(log)
 	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
 	if err != nil {
 		log.Error("cannot reach Kubernetes", "err", err)
-		return exitTether
+		return cmdutil.ExitTether
 	}
 	scripts, err := readScripts(job.Scripts)
 	if err != nil {
 		log.Error("cannot read the scripts", "err", err)
-		return exitUsage
+		return cmdutil.ExitUsage
 	}
 	after, err := readScripts(job.After)
 	if err != nil {
 		log.Error("cannot read the scripts", "err", err)
-		return exitUsage
+		return cmdutil.ExitUsage
 	}
 	env := map[string]string{}
 	for _, kv := range f.Env {
@@ -60,33 +59,33 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 	f.Security.ApplyTo(&spec)
 	if err := f.Pod.ApplyTo(&spec); err != nil {
 		log.Error("invalid pod-shaping flag", "err", err)
-		return exitUsage
+		return cmdutil.ExitUsage
 	}
 	objs, err := kube.Build(spec)
 	if err != nil {
 		log.Error("cannot build the pod", "err", err)
-		return exitUsage
+		return cmdutil.ExitUsage
 	}
 	pod, err := kube.Create(ctx, cs, objs, log)
 	if err != nil {
 		log.Error("cannot create the job's pod", "err", err)
-		return exitTether
+		return cmdutil.ExitTether
 	}
 	pod.DeleteGrace = spec.TerminationGracePeriod
 	if f.Keep {
 		defer log.Info("keeping the pod (--keep)", "pod", pod.Namespace+"/"+pod.Name)
 	} else {
-		defer deletePod(ctx, log, pod)
-		remove := onForce(ctx, func() { deletePod(ctx, log, pod) })
+		defer cmdutil.DeletePod(ctx, log, pod)
+		remove := cmdutil.OnForce(ctx, func() { cmdutil.DeletePod(ctx, log, pod) })
 		defer remove()
 	}
 	if err := pod.WaitRunning(ctx, kube.WaitOptions{ScheduleTimeout: f.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
 			log.Error("cancelled while the pod was starting", "pod", pod.Namespace+"/"+pod.Name, "cause", context.Cause(ctx))
-			return exitCancelled
+			return cmdutil.ExitCancelled
 		}
 		log.Error("the job's pod did not start", "err", err)
-		return exitTether
+		return cmdutil.ExitTether
 	}
 	log.Info("attaching", "pod", pod.Namespace+"/"+pod.Name, "container", pod.Container)
 	objs.Job.Mask = job.Mask   // masked values travel in the job command only
@@ -94,25 +93,16 @@ func runKube(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io
 	var begun scriptsBegun
 	opts := client.Options{
 		Output:   stdout,
-		Events:   begun.events(progress(log)),
+		Events:   begun.events(cmdutil.Progress(log)),
 		Logger:   log,
 		ExitShim: true,
 	}
-	f.OutputLimit.apply(&opts)
+	f.OutputLimit.Apply(&opts)
 	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, opts)
 
 	// objs.Job names the scripts by their paths in the pod, as the statuses do.
-	report(log, res, err, jobAttrs(objs.Job, f.start, res, begun.list())...)
-	return exitCode(res, err)
-}
-
-// deletePod deletes the job's pod, whatever happened to ctx.
-func deletePod(ctx context.Context, log *slog.Logger, pod *kube.Pod) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmdutil.DeleteTimeout)
-	defer cancel()
-	if err := pod.Delete(dctx); err != nil {
-		log.Error("cannot delete the job's pod; `tether gc` removes it after its TTL", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-	}
+	cmdutil.Report(log, res, err, jobAttrs(objs.Job, f.Start, res, begun.list())...)
+	return cmdutil.ExitCode(res, err)
 }
 
 // readScripts reads the scripts at paths.

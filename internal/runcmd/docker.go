@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/docker"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // runDocker runs job in a docker/podman container (client/docker): the
@@ -20,25 +21,25 @@ import (
 // (from --helper-image, or the --shim binary when given), the session
 // attaches through the Docker Engine API at DOCKER_HOST, and the container
 // is removed afterwards unless --keep.
-func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io.Writer) int {
+func runDocker(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.Writer) int {
 	log := f.Logger
 	if f.Image == "" {
-		return usageErr(stderr, "--docker needs --image IMAGE (an image with a shell for the scripts, e.g. %s)", "localhost/tether/busybox:dev")
+		return UsageErr(stderr, "--docker needs --image IMAGE (an image with a shell for the scripts, e.g. %s)", "localhost/tether/busybox:dev")
 	}
 	scripts, main, after, err := containerScripts(job.Scripts, job.After)
 	if err != nil {
 		log.Error("cannot read the scripts", "err", err)
-		return exitUsage
+		return cmdutil.ExitUsage
 	}
 	dc, err := docker.NewClient("")
 	if err != nil {
 		log.Error("cannot use the docker backend", "err", err)
-		return exitTether
+		return cmdutil.ExitTether
 	}
 	defer dc.Close()
 	if err := dc.Ping(ctx); err != nil {
 		log.Error("cannot use the docker backend", "err", err)
-		return exitTether
+		return cmdutil.ExitTether
 	}
 	if job.ID == "" {
 		job.ID = "job-" + randomHex(6)
@@ -65,7 +66,7 @@ func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr 
 	ct, err := dc.StartJob(ctx, spec)
 	if err != nil {
 		log.Error("cannot start the job container", "err", err)
-		return exitTether
+		return cmdutil.ExitTether
 	}
 	log.Info("job container started", "container", spec.Name, "image", f.Image, "engine", dc.Host())
 	remove := func() {
@@ -79,21 +80,21 @@ func runDocker(ctx context.Context, f *runFlags, job client.Job, stdout, stderr 
 		defer log.Info("kept the job container (--keep); remove it with `docker rm -f`", "container", spec.Name, "id", ct.ID())
 	} else {
 		defer remove()
-		unregister := onForce(ctx, remove)
+		unregister := cmdutil.OnForce(ctx, remove)
 		defer unregister()
 	}
 	var begun scriptsBegun
 	opts := client.Options{
 		Output:   stdout,
-		Events:   begun.events(progress(log)),
+		Events:   begun.events(cmdutil.Progress(log)),
 		Logger:   log,
 		ExitShim: true,
 	}
-	f.OutputLimit.apply(&opts)
+	f.OutputLimit.Apply(&opts)
 	res, err := client.Run(ctx, ct, job, opts)
 
-	report(log, res, err, jobAttrs(job, f.start, res, begun.list())...)
-	return exitCode(res, err)
+	cmdutil.Report(log, res, err, jobAttrs(job, f.Start, res, begun.list())...)
+	return cmdutil.ExitCode(res, err)
 }
 
 // containerScripts reads the job's script files and names them for the

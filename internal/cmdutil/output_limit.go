@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 import (
 	"fmt"
@@ -10,23 +10,24 @@ import (
 	"github.com/tether-ci/tether/client"
 )
 
-// outputLimit is the --output-limit flag of `tether run` and `tether
+// OutputLimit is the --output-limit flag of `tether run` and `tether
 // attach`: a size in bytes (0 = no limit).
-type outputLimit struct{ bytes int64 }
+type OutputLimit struct{ bytes int64 }
 
-func (o *outputLimit) register(fs *pflag.FlagSet) {
+// Register adds --output-limit to fs.
+func (o *OutputLimit) Register(fs *pflag.FlagSet) {
 	fs.Var(o, "output-limit", "write at most `SIZE` of the job's output (e.g. 1MiB, 500k, 2GB; 0 = no limit): the rest is dropped with one notice saying how much, and the job runs on to its own exit code")
 }
 
 // String returns the limit as given.
-func (o *outputLimit) String() string { return strconv.FormatInt(o.bytes, 10) }
+func (o *OutputLimit) String() string { return strconv.FormatInt(o.bytes, 10) }
 
 // Type names the value for the help text.
-func (o *outputLimit) Type() string { return "SIZE" }
+func (o *OutputLimit) Type() string { return "SIZE" }
 
 // Set parses a size: a number with an optional unit (B; k/K/KB, M/MB, G/GB
 // in powers of 1000; KiB, MiB, GiB in powers of 1024).
-func (o *outputLimit) Set(v string) error {
+func (o *OutputLimit) Set(v string) error {
 	n, err := parseSize(v)
 	if err != nil {
 		return err
@@ -60,4 +61,4 @@ func parseSize(v string) (int64, error) {
 }
 
 // apply sets the client option.
-func (o *outputLimit) apply(opts *client.Options) { opts.OutputLimit = o.bytes }
+func (o *OutputLimit) Apply(opts *client.Options) { opts.OutputLimit = o.bytes }

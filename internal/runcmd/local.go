@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"context"
@@ -8,15 +8,16 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/local"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // runLocal runs job with tether-shim as a child process.
-func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr io.Writer) int {
+func runLocal(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.Writer) int {
 	log := f.Logger
 	path, err := local.FindShim(f.Shim)
 	if err != nil {
 		log.Error("cannot run the local backend", "err", err)
-		return exitTether
+		return cmdutil.ExitTether
 	}
 	var args []string
 	if f.Timeout > 0 {
@@ -38,33 +39,33 @@ func runLocal(ctx context.Context, f *runFlags, job client.Job, stdout, stderr i
 		// caller's stderr open.
 		cfg.Stderr = struct{ io.Writer }{stderr}
 		if f.Format == "json" {
-			cfg.Stderr = &lineLogger{log: log, source: "tether-shim"}
+			cfg.Stderr = &cmdutil.LineLogger{Log: log, Source: "tether-shim"}
 		}
 	}
 	shim, err := local.Start(ctx, cfg)
 	if err != nil {
 		log.Error("cannot start the local shim", "err", err)
-		return exitTether
+		return cmdutil.ExitTether
 	}
 	defer func() {
 		if err := shim.Close(); err != nil {
 			log.Warn("stopping the local shim", "err", err)
 		}
 	}()
-	remove := onForce(ctx, func() { _ = syscall.Kill(shim.Pid(), syscall.SIGTERM) })
+	remove := cmdutil.OnForce(ctx, func() { _ = syscall.Kill(shim.Pid(), syscall.SIGTERM) })
 	defer remove()
 	var begun scriptsBegun
 	opts := client.Options{
 		Output:   stdout,
-		Events:   begun.events(progress(log)),
+		Events:   begun.events(cmdutil.Progress(log)),
 		Logger:   log,
 		ExitShim: true,
 	}
-	f.OutputLimit.apply(&opts)
+	f.OutputLimit.Apply(&opts)
 	res, err := client.Run(ctx, shim, job, opts)
 
-	report(log, res, err, jobAttrs(job, f.start, res, begun.list())...)
-	return exitCode(res, err)
+	cmdutil.Report(log, res, err, jobAttrs(job, f.Start, res, begun.list())...)
+	return cmdutil.ExitCode(res, err)
 }
 
 // envOrNil returns the shim's environment: this process's plus the --env
