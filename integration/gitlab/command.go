@@ -44,7 +44,12 @@ func SystemFailure(env Env) int {
 // the four functions it calls can be called directly as well.
 func Command(ctx context.Context, cfg *Settings, env Env, name string, args []string, stdout, stderr io.Writer) int {
 	codes := gitlab.ReadExitCodes(env)
-	if n, ok := CommandArgs(name); !ok || len(args) != n {
+	n, ok := CommandArgs(name)
+	if !ok {
+		fmt.Fprintf(stderr, "tether gitlab: unknown command %q: want config, prepare, run or cleanup\n", name)
+		return codes.SystemFailure
+	}
+	if len(args) != n {
 		fmt.Fprintf(stderr, "tether gitlab %s: want %d arguments, got %d\n", name, n, len(args))
 		return codes.SystemFailure
 	}

@@ -220,7 +220,7 @@ func TestGitLabCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"bogus", nil, "tether gitlab bogus: want 0 arguments, got 0\n"},
+		{"bogus", nil, "tether gitlab: unknown command \"bogus\": want config, prepare, run or cleanup\n"},
 		{"run", []string{"script"}, "tether gitlab run: want 2 arguments, got 1\n"},
 		{"cleanup", []string{"extra"}, "tether gitlab cleanup: want 0 arguments, got 1\n"},
 	} {
