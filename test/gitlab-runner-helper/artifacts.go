@@ -211,7 +211,10 @@ func responseMessage(res *http.Response) string {
 	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<16)).Decode(&body); err != nil || body.Message == nil {
 		return res.Status
 	}
-	return fmt.Sprintf("%s (%v)", res.Status, body.Message)
+	if msg := fmt.Sprint(body.Message); msg != res.Status {
+		return fmt.Sprintf("%s (%s)", res.Status, msg)
+	}
+	return res.Status
 }
 
 // artifactsDownloader is `artifacts-downloader --url U --token T --id N`:
