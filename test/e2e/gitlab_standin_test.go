@@ -58,6 +58,8 @@ type standInJob struct {
 	Config string
 	// Image is the job's image (default BashImage).
 	Image string
+	// GitLabHelperImage is the driver's gitlab-helper-image (default GitImage).
+	GitLabHelperImage string
 	// ID is the job's ID (default: from the clock).
 	ID int64
 	// URL is the GitLab instance the job's artifacts go to (a
@@ -100,6 +102,9 @@ func newRunnerStandInJob(t *testing.T, c *Cluster, ns string, sj standInJob) *ru
 	if sj.Image == "" {
 		sj.Image = BashImage
 	}
+	if sj.GitLabHelperImage == "" {
+		sj.GitLabHelperImage = GitImage
+	}
 	// The runner's common.JobResponse (common/network.go), as much of it
 	// as the driver and these tests read.
 	job := map[string]any{
@@ -125,7 +130,7 @@ func newRunnerStandInJob(t *testing.T, c *Cluster, ns string, sj standInJob) *ru
 	}
 	cfg := filepath.Join(dir, "tether.yaml")
 	conf := fmt.Sprintf("namespace: %s\nkubeconfig: %s\nhelper-image: %s\ngitlab-helper-image: %s\npull-policy: Never\n%s",
-		ns, c.Kubeconfig, HelperImage, GitImage, sj.Config)
+		ns, c.Kubeconfig, HelperImage, sj.GitLabHelperImage, sj.Config)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +193,9 @@ func (r *runnerStandIn) writeScript(stage, script string) string {
 	return p
 }
 
-// prepare runs prepare_exec and fails the test if it fails.
-func (r *runnerStandIn) prepare(ctx context.Context) {
+// prepare runs prepare_exec, fails the test if it fails, and returns its
+// output (stdout and stderr: the job log's prepare section).
+func (r *runnerStandIn) prepare(ctx context.Context) string {
 	r.t.Helper()
 	out, err := r.command(ctx, "prepare").CombinedOutput()
 	r.t.Logf("prepare:\n%s", out)
@@ -197,6 +203,7 @@ func (r *runnerStandIn) prepare(ctx context.Context) {
 	if err != nil {
 		r.t.Fatalf("prepare: %v", err)
 	}
+	return string(out)
 }
 
 // run runs run_exec for one user stage whose commands are body and returns
