@@ -31,7 +31,8 @@ func (r *runnerStandIn) runJob(ctx context.Context, commands ...string) *standIn
 	r.t.Helper()
 	res := &standInRun{Codes: map[string]string{}, Written: map[string]string{}}
 	var log strings.Builder
-	log.WriteString(r.prepare(ctx))
+	prepared := r.prepare(ctx)
+	log.WriteString(prepared)
 	stage := func(name string, cmds ...string) bool {
 		out, code, written, ran := r.runStage(ctx, name, cmds...)
 		if !ran {
@@ -68,6 +69,6 @@ func (r *runnerStandIn) runJob(ctx context.Context, commands ...string) *standIn
 	}
 	stage("cleanup_file_variables")
 	res.Log = log.String()
-	r.t.Logf("job %s's log:\n%s", r.jobID, res.Log)
+	r.t.Logf("job %s's log after prepare's:\n%s", r.jobID, strings.TrimPrefix(res.Log, prepared))
 	return res
 }
