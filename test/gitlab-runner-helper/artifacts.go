@@ -85,17 +85,17 @@ func artifactsUploader(ctx context.Context, l *logger, args []string) error {
 		return fmt.Errorf("artifacts-uploader: %w", err)
 	}
 	if creds.url == "" || creds.token == "" {
-		return errors.New("Missing runner credentials")
+		return runnerMessage("Missing runner credentials")
 	}
 	if creds.id <= 0 {
-		return errors.New("Missing build ID")
+		return runnerMessage("Missing build ID")
 	}
 	if *format != "" && *format != "zip" {
 		return fmt.Errorf("artifact format %q is not implemented by this test double (zip only)", *format)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return errors.New("Unable to get working directory")
+		return runnerMessage("Unable to get working directory")
 	}
 	set, err := enumerate(l, wd, paths, *untracked, exclude)
 	if err != nil {
@@ -231,7 +231,7 @@ func artifactsDownloader(ctx context.Context, l *logger, args []string) error {
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return errors.New("Unable to get working directory")
+		return runnerMessage("Unable to get working directory")
 	}
 	if creds.url == "" {
 		l.warning("Missing URL (--url)")
@@ -243,7 +243,7 @@ func artifactsDownloader(ctx context.Context, l *logger, args []string) error {
 		l.warning("Missing build ID (--id)")
 	}
 	if creds.id <= 0 || creds.token == "" || creds.url == "" {
-		return errors.New("Incomplete arguments")
+		return runnerMessage("Incomplete arguments")
 	}
 	tmp, err := os.CreateTemp(*staging, "artifacts")
 	if err != nil {

@@ -25,7 +25,7 @@ func cacheExtractor(ctx context.Context, l *logger, args []string) error {
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return errors.New("Unable to get working directory")
+		return runnerMessage("Unable to get working directory")
 	}
 	if *file == "" {
 		l.warning("Missing cache file")
@@ -64,14 +64,14 @@ func cacheArchiver(ctx context.Context, l *logger, args []string) error {
 		return fmt.Errorf("cache-archiver: %w", err)
 	}
 	if *file == "" {
-		return errors.New("Missing --file")
+		return runnerMessage("Missing --file")
 	}
 	if *format != "" && *format != "zip" {
 		return fmt.Errorf("compression format %q is not implemented by this test double (zip only)", *format)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return errors.New("Unable to get working directory")
+		return runnerMessage("Unable to get working directory")
 	}
 	set, err := enumerate(l, wd, paths, *untracked, exclude)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,6 +130,3 @@ func (s *fileSet) sorted() []string {
 	sort.Strings(names)
 	return names
 }
-
-// errNoFiles is what an archive of nothing is.
-var errNoFiles = fmt.Errorf("no files to archive")

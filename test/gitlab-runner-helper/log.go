@@ -27,3 +27,9 @@ func (l *logger) error(format string, args ...any) {
 func (l *logger) fatal(err error) {
 	fmt.Fprintf(l.w, "FATAL: %v\n", err)
 }
+
+// runnerMessage is an error whose text is the runner's own words, capital
+// letter and all (its logrus.Fatalln messages, such as "Missing --file").
+type runnerMessage string
+
+func (m runnerMessage) Error() string { return string(m) }
