@@ -156,3 +156,32 @@ func between(t *testing.T, s, start, end string) string {
 	}
 	return s[:j]
 }
+
+// The hello's command_aliases example in PROTOCOL.md is what the encoder
+// writes, and every field of an alias is documented.
+func TestDocCommandAliases(t *testing.T) {
+	doc, err := os.ReadFile("PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Hello{Protocol: Version, Shim: "v0.1.0", MaxRecord: MaxRecord, PID: 1, Shell: "/bin/sh", Replay: "file",
+		CommandAliases: []CommandAlias{{Name: "gitlab-runner", Target: "gitlab-runner-helper", Path: "/usr/bin/gitlab-runner-helper", Linked: true}}}
+	line, err := NewEncoder().AppendJSON(nil, TypeHello, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), string(line)) {
+		t.Errorf("PROTOCOL.md does not quote the hello with command_aliases as encoded:\n%s", line)
+	}
+	b, _ := json.Marshal(CommandAlias{Name: "n", Target: "t", Path: "/p", Linked: true, Error: "e"})
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	if len(m) != 5 {
+		t.Fatalf("CommandAlias marshals %d fields, want 5: %s", len(m), b)
+	}
+	for k := range m {
+		if !strings.Contains(string(doc), "`"+k+"`") {
+			t.Errorf("PROTOCOL.md does not mention field %s of CommandAlias", k)
+		}
+	}
+}

@@ -20,7 +20,33 @@ type Hello struct {
 	Replay string `json:"replay"`
 	// ReplayBytes is the memory replay window in bytes (0 for "file").
 	ReplayBytes int64 `json:"replay_bytes,omitempty"`
+	// CommandAliases reports how each of the shim's command aliases
+	// (tether-shim --command-alias) resolved, in the order given; absent
+	// when none was given (and from shims older than the field).
+	CommandAliases []CommandAlias `json:"command_aliases,omitempty"`
 }
+
+// CommandAlias is how one command alias (NAME=TARGET) resolved when the
+// shim started: scripts run Path when they call Name.
+type CommandAlias struct {
+	// Name is the command scripts call.
+	Name string `json:"name"`
+	// Target is the command that stands in for Name where the scripts'
+	// PATH has no Name.
+	Target string `json:"target"`
+	// Path is what scripts run for Name: Name's own file where PATH has
+	// it, else Target's file, linked as Name in a directory the shim put
+	// first on the scripts' PATH. "" when neither is on PATH (or the link
+	// could not be made: Error says why): scripts cannot run Name.
+	Path string `json:"path,omitempty"`
+	// Linked is set when Path is Target's file, linked as Name.
+	Linked bool `json:"linked,omitempty"`
+	// Error says why Target was found but could not be linked as Name.
+	Error string `json:"error,omitempty"`
+}
+
+// Missing reports whether scripts cannot run the alias's Name.
+func (a CommandAlias) Missing() bool { return a.Path == "" }
 
 // Begin is the payload of a TypeBegin record: a script starts.
 type Begin struct {

@@ -151,6 +151,9 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	if len(s.MaskEnv) > 0 {
 		args = append(args, "--mask-env="+strings.Join(s.MaskEnv, ","))
 	}
+	for _, a := range s.CommandAliases {
+		args = append(args, "--command-alias="+a.Name+"="+a.Target)
+	}
 	args = append(args, s.ShimArgs...)
 
 	scriptMode := int32(0o755)

@@ -163,6 +163,12 @@ type Spec struct {
 	// on one. The container itself still has no TTY: the record stream
 	// needs clean bytes.
 	TTY bool
+	// CommandAliases are commands the shims offer scripts under another
+	// name (tether-shim --command-alias NAME=TARGET): in a container whose
+	// PATH has no Name but has Target, scripts that call Name run Target.
+	// The build container's shim and the helper container's (Spec.Helper)
+	// get them; the hello of each shim says how they resolved.
+	CommandAliases []CommandAlias
 	// ShimArgs are extra tether-shim flags.
 	ShimArgs []string
 	// ServiceAccountName runs the pod as this service account ("" default).
@@ -255,6 +261,32 @@ type Spec struct {
 	PodPatch *PodPatch
 }
 
+// CommandAlias is one of Spec.CommandAliases: scripts that call Name run
+// Target where the container's PATH has no Name.
+type CommandAlias struct {
+	// Name is the command scripts call: a file name, not a path.
+	Name string
+	// Target is the command that stands in for it: a command name or an
+	// absolute path.
+	Target string
+}
+
+// validate says what is wrong with a, as tether-shim would refuse it.
+func (a CommandAlias) validate() error {
+	bad := func(why string) error { return fmt.Errorf("kube: command alias %s=%s: %s", a.Name, a.Target, why) }
+	switch {
+	case a.Name == "" || a.Target == "":
+		return bad("Name and Target are required")
+	case strings.ContainsAny(a.Name+a.Target, ",= \t\n"):
+		return bad("Name and Target may not contain commas, '=' or blanks")
+	case strings.Contains(a.Name, "/") || a.Name == "." || a.Name == "..":
+		return bad("Name must be a command name, not a path")
+	case strings.Contains(a.Target, "/") && !strings.HasPrefix(a.Target, "/"):
+		return bad("Target must be a command name or an absolute path")
+	}
+	return nil
+}
+
 var nameChars = regexp.MustCompile(`[^-._a-zA-Z0-9]+`)
 
 // randomSuffix returns n random bytes, hex-encoded.
@@ -283,6 +315,11 @@ func (s Spec) withDefaults() (Spec, error) {
 	}
 	if s.HelperImage == "" {
 		s.HelperImage = DefaultHelperImage()
+	}
+	for _, a := range s.CommandAliases {
+		if err := a.validate(); err != nil {
+			return s, err
+		}
 	}
 	switch s.ShimFrom {
 	case "":

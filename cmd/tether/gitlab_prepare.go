@@ -85,6 +85,7 @@ func gitlabPrepare(ctx context.Context, cfg *gitlabFlags, stdout io.Writer, code
 		return fail("the job's pod did not start: %v%s", err, pullAdvice(err, spec))
 	}
 	fmt.Fprintf(stdout, "tether: pod %s/%s is running\n", created.Namespace, created.Name)
+	checkRunnerCommand(ctx, created, job, helperImageOf(spec), spec.Image, stdout, jobLog)
 	return 0
 }
 
@@ -97,7 +98,7 @@ func gitlabSpec(cfg *gitlabFlags, job *gitlab.Job, name string, getenv func(stri
 		Name: name, JobID: name,
 		Image: gitlab.Expand(getenv, job.Image.Name), HelperImage: cfg.HelperImage, Serve: true,
 		Timeout: job.Timeout(), PullPolicy: corev1.PullPolicy(cfg.PullPolicy),
-		IdleTimeout: cfg.IdleTimeout,
+		IdleTimeout: cfg.IdleTimeout, CommandAliases: runnerCommandAliases,
 	}
 	if spec.Timeout > 0 {
 		spec.TTL = spec.Timeout + cfg.TTLMargin

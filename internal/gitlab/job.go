@@ -19,7 +19,12 @@ type Job struct {
 	Image     Image      `json:"image"`
 	Services  []Service  `json:"services"`
 	Variables []Variable `json:"variables"`
-	Runner    struct {
+	// Cache, Artifacts and Dependencies are what the runner's stage
+	// scripts save and restore with RunnerCommand (CachesAndArtifacts).
+	Cache        []Cache      `json:"cache"`
+	Artifacts    []Artifact   `json:"artifacts"`
+	Dependencies []Dependency `json:"dependencies"`
+	Runner       struct {
 		// Timeout is the job's timeout in seconds.
 		Timeout int64 `json:"timeout"`
 	} `json:"runner_info"`

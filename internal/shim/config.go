@@ -63,6 +63,9 @@ type Config struct {
 	// MaskEnv names environment variables whose values are masked in all
 	// script output (each at least protocol.MinMaskLen bytes).
 	MaskEnv []string
+	// CommandAliases are commands scripts may call by another name: each
+	// Name missing from the scripts' PATH runs its Target (see aliases.go).
+	CommandAliases []commandAlias
 	// Commands is a FIFO to read commands from instead of stdin ("" = stdin).
 	Commands string
 	// LogLevel is the level of diagnostics written to stderr.
@@ -105,6 +108,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer, no
 	fs.BoolVar(&cfg.TTY, "tty", false, "run scripts under a raw pseudo-terminal")
 	fs.StringVar(&cfg.SpoolDir, "spool-dir", "", "keep the whole record stream in DIR/records for replay (default: memory window)")
 	fs.StringVar(&cfg.FilesDir, "files-dir", "", "directory the file command may write scripts into (a memory-backed volume in a pod; empty = the file command is refused)")
+	fs.Var(aliasFlag{&cfg.CommandAliases}, "command-alias", "NAME=TARGET: where the scripts' PATH has no NAME but has TARGET, scripts that call NAME run TARGET (a link in the spool directory, put first on their PATH); repeatable or comma-separated")
 	fs.StringVar(&cfg.Commands, "commands", "", "read commands from this FIFO (created if missing, opened read-write so writers may come and go) instead of stdin")
 	fs.DurationVar(&cfg.FlushDelay, "flush-delay", 20*time.Millisecond, "longest an unfinished output line is held back to be joined with output already waiting in the pipe (a line with nothing after it goes out at once)")
 	fs.Usage = func() {

@@ -24,6 +24,10 @@ type Shim struct {
 	store  replayStore
 	runner *runner
 	engine *engine
+	// aliases are the command aliases as they resolved, for the hello.
+	aliases []protocol.CommandAlias
+	// aliasTemp is a directory of alias links to remove at the end ("" for none).
+	aliasTemp string
 }
 
 // New prepares a shim writing records to stdout and diagnostics to log.
@@ -42,7 +46,9 @@ func New(cfg *Config, rp *reaper.Reaper, stdout io.Writer, log *slog.Logger) (*S
 		}
 		log.Warn("no shell found; every script will fail", "err", err)
 	}
-	s.runner = &runner{cfg: cfg, shell: shell, explicitShell: cfg.Shell != "", reaper: rp, em: s.em, log: log, env: scriptEnv(os.Environ(), cfg.EnvNames),
+	env := scriptEnv(os.Environ(), cfg.EnvNames)
+	s.aliases, env, s.aliasTemp = commandAliases(cfg, env, log)
+	s.runner = &runner{cfg: cfg, shell: shell, explicitShell: cfg.Shell != "", reaper: rp, em: s.em, log: log, env: env,
 		oom: newOOMCounter(findMemCgroup("/proc/self/cgroup", "/proc/self/mountinfo"))}
 	values, err := maskEnvValues(cfg.MaskEnv, os.Getenv)
 	if err != nil {
@@ -61,10 +67,14 @@ func New(cfg *Config, rp *reaper.Reaper, stdout io.Writer, log *slog.Logger) (*S
 func (s *Shim) Serve(ctx context.Context, stdin io.Reader, signals <-chan os.Signal) int {
 	defer s.store.Close()
 	defer s.engine.act.close()
+	if s.aliasTemp != "" {
+		defer os.RemoveAll(s.aliasTemp)
+	}
 	s.em.Record(protocol.TypeHello, protocol.Hello{
 		Protocol: protocol.Version, Shim: version.Get(), MaxRecord: protocol.MaxRecord,
 		PID: os.Getpid(), Shell: s.runner.shell, TTY: s.cfg.TTY,
 		Replay: s.store.Kind(), ReplayBytes: replayBytes(s.store, s.cfg),
+		CommandAliases: s.aliases,
 	})
 	// A few commands are read ahead, so that a resume behind them reaches
 	// the resume box while a replay runs (see resumes.go).
