@@ -77,6 +77,10 @@ func cacheArchiver(ctx context.Context, l *logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	if !set.changedSince(l, *file) {
+		l.info("Archive is up to date!")
+		return nil
+	}
 	if err := os.MkdirAll(filepath.Dir(*file), 0o700); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,6 +120,25 @@ func (s *fileSet) processUntracked(l *logger) {
 		return
 	}
 	l.info("untracked: found %d files", found)
+}
+
+// changedSince is the runner's isFileChanged: true unless the archive
+// exists and no file of the set is newer than it (a file removed since does
+// not count, as in the runner).
+func (s *fileSet) changedSince(l *logger, archive string) bool {
+	ai, err := os.Stat(archive)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			l.warning("%v", err)
+		}
+		return true
+	}
+	for _, fi := range s.files {
+		if ai.ModTime().Before(fi.ModTime()) {
+			return true
+		}
+	}
+	return false
 }
 
 // sorted returns the relative paths in archive order.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tether-ci/tether/internal/testing/gitlabcoord"
 	"github.com/tether-ci/tether/internal/testing/testbin"
@@ -135,6 +136,63 @@ func TestCacheRoundTrip(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(job2, "outside.txt")); err == nil {
 		t.Error("a path outside the project was archived")
 	}
+}
+
+// The archiver leaves an archive newer than every file alone ("Archive is
+// up to date!"), and writes it again once a file is newer.
+func TestCacheArchiveUpToDate(t *testing.T) {
+	root := t.TempDir()
+	cacheFile := filepath.Join(root, "cache.zip")
+	wd := filepath.Join(root, "wd")
+	writeTree(t, wd, map[string]string{"deps/a": "1"})
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(wd, "deps", "a"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(wd, "deps"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	archive := func() string {
+		out, code := helper(t, wd, "cache-archiver", "--file", cacheFile, "--path", "deps")
+		if code != 0 {
+			t.Fatalf("cache-archiver: exit %d", code)
+		}
+		return out
+	}
+	if out := archive(); strings.Contains(out, "up to date") {
+		t.Fatal("a missing archive was up to date")
+	}
+	if out := archive(); !strings.Contains(out, "Archive is up to date!") {
+		t.Fatalf("nothing changed, yet the archive was written again: %q", out)
+	}
+	writeTree(t, wd, map[string]string{"deps/a": "2"})
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(wd, "deps", "a"), future, future); err != nil {
+		t.Fatal(err)
+	}
+	if out := archive(); strings.Contains(out, "up to date") {
+		t.Fatal("a changed file left the archive as it was")
+	}
+	data, err := os.ReadFile(cacheFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		if f.Name == "deps/a" {
+			rc, _ := f.Open()
+			b, _ := io.ReadAll(rc)
+			_ = rc.Close()
+			if string(b) != "2" {
+				t.Fatalf("deps/a in the new archive = %q, want 2", b)
+			}
+			return
+		}
+	}
+	t.Fatal("deps/a is not in the archive")
 }
 
 // A zip whose entry climbs out of the working directory is refused.
@@ -265,5 +323,36 @@ func TestArtifactsUploadNothing(t *testing.T) {
 	out, code := helper(t, t.TempDir(), "artifacts-uploader", "--url", c.URL(), "--token", "tok", "--id", "8", "--path", "missing")
 	if code != 0 || !strings.Contains(out, "ERROR: No files to upload") || c.UploadTries(8) != 0 {
 		t.Fatalf("exit %d, %q, %d requests", code, out, c.UploadTries(8))
+	}
+}
+
+// --untracked adds what `git ls-files -o` lists: the files git does not
+// track, not the tracked ones.
+func TestArchiveUntracked(t *testing.T) {
+	wd := t.TempDir()
+	writeTree(t, wd, map[string]string{"tracked.txt": "t", "new/untracked.txt": "u"})
+	for _, args := range [][]string{{"init", "-q"}, {"add", "tracked.txt"}} {
+		cmd := exec.CommandContext(t.Context(), "git", args...)
+		cmd.Dir = wd
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	cacheFile := filepath.Join(t.TempDir(), "cache.zip")
+	out, code := helper(t, wd, "cache-archiver", "--file", cacheFile, "--untracked")
+	if code != 0 || !strings.Contains(out, "untracked: found 1 files") {
+		t.Fatalf("cache-archiver --untracked: exit %d, %q", code, out)
+	}
+	zr, err := zip.OpenReader(cacheFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = zr.Close() }()
+	if len(zr.File) != 1 || zr.File[0].Name != "new/untracked.txt" {
+		var names []string
+		for _, f := range zr.File {
+			names = append(names, f.Name)
+		}
+		t.Fatalf("the archive holds %v, want new/untracked.txt alone", names)
 	}
 }
