@@ -226,7 +226,8 @@ func TestGitLabStandInCache(t *testing.T) {
 // its artifacts to the coordinator (POST /api/v4/jobs/ID/artifacts with
 // the job's token, artifact_format zip, artifact_type archive, a zip) and a
 // dependent job's download_artifacts fetches them with the dependency's
-// token and extracts them byte-exact before its script runs.
+// token and extracts them byte-exact before its script runs; its file
+// variable is a file under the project's temporary directory.
 func TestGitLabStandInArtifacts(t *testing.T) {
 	c := NewCluster(t)
 	ctx := t.Context()
@@ -265,13 +266,15 @@ func TestGitLabStandInArtifacts(t *testing.T) {
 	r2 := newRunnerStandInJob(t, c, ns, standInJob{
 		ID: id2, GitLabHelperImage: GitLabHelperImage, Config: patch, URL: coord.URL(), Name: "test",
 		Dependencies: []runnerDependency{dep},
+		// A file variable: the runner writes it under $CI_PROJECT_DIR.tmp.
+		Variables: []map[string]any{{"key": "DEPLOY_CONF", "value": "conf-content", "file": true}},
 	})
-	run = r2.runJob(ctx, "sha256sum dist/app.bin", "cat dist/report.txt")
+	run = r2.runJob(ctx, "sha256sum dist/app.bin", "cat dist/report.txt", `echo "conf at $DEPLOY_CONF: $(cat "$DEPLOY_CONF")"`)
 	requireRunnerCommand(t, run)
 	if run.Failed != "" {
 		t.Fatalf("job 2 failed at %s", run.Failed)
 	}
-	for _, want := range []string{"Downloading artifacts for build (", "Downloading artifacts from coordinator... ok", sha256Hex(artifactContent) + "  dist/app.bin", "\nreport\n"} {
+	for _, want := range []string{"Downloading artifacts for build (", "Downloading artifacts from coordinator... ok", sha256Hex(artifactContent) + "  dist/app.bin", "\nreport\n", "\nconf at /builds/project.tmp/DEPLOY_CONF: conf-content\n"} {
 		if !strings.Contains(run.Log, want) {
 			t.Errorf("job 2's log lacks %q", want)
 		}
