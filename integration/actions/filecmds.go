@@ -35,19 +35,28 @@ done
 printf 'END\n'
 `
 
+// collectScript is the script that lists the files at paths.
+func collectScript(paths []string) []byte {
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = shellQuote(p)
+	}
+	return []byte("#!/bin/sh\n" + fmt.Sprintf(collectLoop, strings.Join(quoted, " ")))
+}
+
 // collectFileCommands runs a second job on the same shim that prints the
 // file-command files into a buffer (never the step's log), checks each
 // one's size and sha256, and writes them into the runner's _temp.
 func collectFileCommands(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, from int64, files []fileCommand) error {
-	quoted := make([]string, len(files))
+	paths := make([]string, len(files))
 	for i, f := range files {
-		quoted[i] = shellQuote(f.container)
+		paths[i] = f.container
 	}
 	script := kube.FilesDir + "/collect.sh"
 	job := client.Job{
 		ID:      "collect-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		Scripts: []string{script},
-		Files:   []client.File{{Path: script, Content: []byte("#!/bin/sh\n" + fmt.Sprintf(collectLoop, strings.Join(quoted, " ")))}},
+		Files:   []client.File{{Path: script, Content: collectScript(paths)}},
 	}
 	var out lockedBuffer
 	res, err := client.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger(), From: from})
