@@ -37,7 +37,7 @@ printf '%s' "$in" > "$RUNNER_TEMP/input"
 resp=$(printf '%s' "$in" | sed 's/.*"responseFile":"\([^"]*\)".*/\1/')
 case $in in
   *prepare_job*) printf '{"State":{"pod":"p1"},"ISALPINE":false,"context":{"services":[]}}' > "$resp" ;;
-  *cleanup_job*) trap 'echo got-int; exit 9' INT; echo waiting; sleep 30 & wait ;;
+  *cleanup_job*) trap 'echo got-int; exit 9' INT; echo waiting; sleep 30 >/dev/null 2>&1 & wait ;;
 esac
 `
 	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
