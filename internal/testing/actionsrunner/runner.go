@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,13 @@ type Runner struct {
 	Root, Work, Temp string
 	// Repo names the workspace (_work/<repo>/<repo>).
 	Repo string
+	// Tee, if set, also receives the hook's stdout as it arrives (it must
+	// be safe to write from another goroutine than the test's).
+	Tee io.Writer
+	// Die makes the end of an invocation's context SIGKILL the hook's
+	// whole process group at once: the runner dying with its container,
+	// not its cancel.
+	Die bool
 
 	// State is the latest response's state (nil before prepare_job).
 	State json.RawMessage
@@ -184,6 +192,9 @@ func (r *Runner) Start(ctx context.Context, input []byte) (Result, error) {
 	cmd.Stdin = bytes.NewReader(input)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if r.Tee != nil {
+		cmd.Stdout = io.MultiWriter(&stdout, r.Tee)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("start the hook: %w", err)
@@ -194,6 +205,11 @@ func (r *Runner) Start(ctx context.Context, input []byte) (Result, error) {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
+		if r.Die {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			err = <-done
+			break
+		}
 		err = cancel(cmd, done)
 	}
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: cmd.ProcessState.ExitCode()}
