@@ -3,6 +3,8 @@ package actions
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"regexp"
@@ -34,9 +36,6 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	if args.Container.Image == "" {
 		return h.fail("the job container has no image (a Dockerfile is not supported): set container.image in the workflow")
 	}
-	if args.Container.Registry != nil {
-		h.warn("registry credentials for %s are not supported yet: the image is pulled with the job pod's own pull secrets (its service account's)", args.Container.Image)
-	}
 	if err := checkWorkingDirectory(args.Container.WorkingDirectory); err != nil {
 		return h.fail("the job container: %v", err)
 	}
@@ -47,6 +46,16 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	spec, err := jobSpec(h.Settings, &args, c.namespace, h.Getenv(EnvRunnerPodName))
 	if err != nil {
 		return h.fail("%v", err)
+	}
+	pullConfig, err := dockerConfig(&args)
+	if err != nil {
+		return h.fail("%v", err)
+	}
+	if pullConfig != nil {
+		// The pod's name is chosen here, so its imagePullSecrets can name
+		// the Secret created (owned by the pod) right after it.
+		spec.Name = "tether-" + randomHex(5)
+		spec.ImagePullSecrets = append(spec.ImagePullSecrets, spec.Name+pullSecretSuffix)
 	}
 	objs, err := kube.Build(spec)
 	if err != nil {
@@ -68,7 +77,16 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 		return h.fail("cannot create the job's pod: %v", err)
 	}
 	st := &State{Pod: pod.Name, Namespace: pod.Namespace}
-	if code := prepareCreated(ctx, h, c, pod, st, &args, in.ResponseFile); code != 0 {
+	code := 0
+	if pullConfig != nil {
+		if err := createPullSecret(ctx, c, pod, objs.Job.ID, pullConfig); err != nil {
+			code = h.fail("%v", err)
+		}
+	}
+	if code == 0 {
+		code = prepareCreated(ctx, h, c, pod, st, &args, in.ResponseFile)
+	}
+	if code != 0 {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 		defer cancel()
 		if err := pod.Delete(dctx); err != nil {
@@ -98,6 +116,13 @@ func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st 
 		return h.fail("%v", err)
 	}
 	return 0
+}
+
+// randomHex returns n random bytes, hex-encoded.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
 }
 
 // jobSpec is the job's pod: the job container's image and variables (plus

@@ -90,3 +90,23 @@ func TestPortsAndAliases(t *testing.T) {
 		}
 	}
 }
+
+// Registry credentials become one .dockerconfigjson, Docker Hub for a
+// registry without a server URL; none at all is nil.
+func TestDockerConfig(t *testing.T) {
+	args := &PrepareJobArgs{
+		Container: &Container{Registry: &Registry{Username: "u", Password: "p", ServerURL: "ghcr.io"}},
+		Services:  []Container{{Registry: &Registry{Username: "a", Password: "b"}}, {}},
+	}
+	b, err := dockerConfig(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"auths":{"ghcr.io":{"auth":"dTpw","password":"p","username":"u"},"https://index.docker.io/v1/":{"auth":"YTpi","password":"b","username":"a"}}}`
+	if string(b) != want {
+		t.Errorf("got %s\nwant %s", b, want)
+	}
+	if b, err := dockerConfig(&PrepareJobArgs{Container: &Container{}}); b != nil || err != nil {
+		t.Errorf("no credentials: %s, %v", b, err)
+	}
+}

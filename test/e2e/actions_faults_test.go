@@ -26,7 +26,7 @@ func TestActionsSurvivesConnectionCuts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	kubeconfig, proxy := proxiedKubeconfig(t, c)
-	r := newActionsRunner(t, c, ns, actions.EnvKubeconfig+"="+kubeconfig)
+	r := newActionsRunner(t, c, ns, actions.EnvKubeconfig+"="+kubeconfig, actions.EnvDebug+"=1")
 	if res, err := r.PrepareJob(ctx, BusyboxImage, nil, nil); err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
 	}
@@ -36,7 +36,12 @@ func TestActionsSurvivesConnectionCuts(t *testing.T) {
 	script = `echo "CUT=survived" >> "$GITHUB_ENV"` + "\n" + script
 	cutsDone := cutRepeatedly(ctx, proxy, func() bool { return out.Len() > 0 }, 5, time.Second)
 	res := mustStep(ctx, t, r, actionsrunner.Step{Script: script})
-	hits := <-cutsDone
+	var hits int
+	select {
+	case hits = <-cutsDone:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the step ended (exit %d) before 5 cuts hit a connection; stdout %d bytes, stderr:\n%s", res.ExitCode, len(res.Stdout), res.Stderr)
+	}
 	if hits < 5 {
 		t.Fatalf("only %d cuts hit a connection; make the step longer", hits)
 	}
