@@ -26,8 +26,8 @@ func TestActionsSurvivesConnectionCuts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	kubeconfig, proxy := proxiedKubeconfig(t, c)
-	r := newActionsRunner(t, c, ns, actions.EnvKubeconfig+"="+kubeconfig, actions.EnvDebug+"=1")
-	if res, err := r.PrepareJob(ctx, BusyboxImage, nil, nil); err != nil || res.ExitCode != 0 {
+	r := newActionsRunner(t, c, ns, actions.EnvKubeconfig+"="+kubeconfig)
+	if res, err := r.PrepareJob(ctx, BashImage, nil, nil); err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
 	}
 	out := &safeBuffer{}
@@ -69,7 +69,7 @@ func TestActionsRunnerKilled(t *testing.T) {
 	defer cancel()
 	c.CreatePod(ctx, t, SimplePod(ns, "runner-0", BusyboxImage, "sleep", "3600"))
 	r := newActionsRunner(t, c, ns, actions.EnvRunnerPodName+"=runner-0")
-	res, err := r.PrepareJob(ctx, BusyboxImage, nil, nil)
+	res, err := r.PrepareJob(ctx, BashImage, nil, nil)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
 	}
@@ -112,7 +112,7 @@ func TestActionsCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	r := newActionsRunner(t, c, ns)
-	if res, err := r.PrepareJob(ctx, BusyboxImage, nil, nil); err != nil || res.ExitCode != 0 {
+	if res, err := r.PrepareJob(ctx, BashImage, nil, nil); err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
 	}
 	out := &safeBuffer{}
