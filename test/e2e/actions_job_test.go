@@ -3,12 +3,15 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/integration/actions"
@@ -27,6 +30,7 @@ func TestActionsJob(t *testing.T) {
 	// The runner's pod (here a stand-in pod) owns the job's pod.
 	owner := c.CreatePod(ctx, t, SimplePod(ns, "runner-0", BusyboxImage, "sleep", "3600"))
 	r := newActionsRunner(t, c, ns, actions.EnvRunnerPodName+"=runner-0")
+	r.JobRegistry = map[string]string{"username": "ci", "password": "s3cret-token", "serverUrl": "registry.example.com"}
 
 	service := actionsrunner.Container(BusyboxImage, map[string]string{"GREETING": "service-says-hi"}, []string{"8080:8080/tcp"})
 	service["entryPoint"] = "sh"
@@ -51,6 +55,19 @@ func TestActionsJob(t *testing.T) {
 	}
 	if pod.Spec.ActiveDeadlineSeconds == nil {
 		t.Errorf("job pod has no activeDeadlineSeconds")
+	}
+	// The registry credentials are a pull Secret owned by the pod, never in
+	// the pod spec.
+	if len(pod.Spec.ImagePullSecrets) != 1 {
+		t.Fatalf("imagePullSecrets %+v, want the job's pull Secret", pod.Spec.ImagePullSecrets)
+	}
+	pull, err := c.Client.CoreV1().Secrets(ns).Get(ctx, pod.Spec.ImagePullSecrets[0].Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs := pull.OwnerReferences; len(refs) != 1 || refs[0].UID != pod.UID || pull.Type != corev1.SecretTypeDockerConfigJson ||
+		!strings.Contains(string(pull.Data[corev1.DockerConfigJsonKey]), `"registry.example.com":{"auth":"Y2k6czNjcmV0LXRva2Vu"`) {
+		t.Errorf("pull Secret %s: type %s, owners %+v, data %s", pull.Name, pull.Type, refs, pull.Data[corev1.DockerConfigJsonKey])
 	}
 
 	res = mustStep(ctx, t, r, actionsrunner.Step{Script: "echo hello\nmkdir -p 'dir with space'\nprintf 'no newline'"})
@@ -83,6 +100,14 @@ printf '# summary' >> "$GITHUB_STEP_SUMMARY"
 	res = mustStep(ctx, t, r, actionsrunner.Step{Script: "wget -qO- http://localhost:8080/ && wget -qO- http://busybox:8080/ && cat \"$GITHUB_EVENT_PATH\""})
 	if res.ExitCode != 0 || string(res.Stdout) != "service-says-hi\nservice-says-hi\n"+`{"ref":"refs/heads/main"}` {
 		t.Errorf("step 5 (service, event): exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	// 20 MiB of output, byte for byte.
+	const big = 20 << 20
+	res = mustStep(ctx, t, r, actionsrunner.Step{Script: fmt.Sprintf("yes 'twenty mebibytes of output, line after line' | head -c %d", big)})
+	line := []byte("twenty mebibytes of output, line after line\n")
+	wantBig := bytes.Repeat(line, big/len(line)+1)[:big]
+	if res.ExitCode != 0 || !bytes.Equal(res.Stdout, wantBig) {
+		t.Errorf("20 MiB step: exit %d, %d bytes (equal: %v), stderr %s", res.ExitCode, len(res.Stdout), bytes.Equal(res.Stdout, wantBig), res.Stderr)
 	}
 	res = mustStep(ctx, t, r, actionsrunner.Step{Script: `printf '\000\001\377\r\n\033[31mred'`})
 	if res.ExitCode != 0 || string(res.Stdout) != "\x00\x01\xff\r\n\x1b[31mred" {

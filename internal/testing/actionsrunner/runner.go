@@ -81,6 +81,9 @@ type Runner struct {
 	// Tee, if set, also receives the hook's stdout as it arrives (it must
 	// be safe to write from another goroutine than the test's).
 	Tee io.Writer
+	// JobRegistry, if set, is the job container's registry credentials
+	// (username, password, serverUrl) in prepare_job.
+	JobRegistry map[string]string
 	// Die makes the end of an invocation's context SIGKILL the hook's
 	// whole process group at once: the runner dying with its container,
 	// not its cancel.
@@ -260,6 +263,9 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 	job := Container(image, env, nil)
 	job["environmentVariables"].(map[string]string)["HOME"] = "/github/home"
 	job["workingDirectory"] = r.Workspace()
+	if r.JobRegistry != nil {
+		job["registry"] = r.JobRegistry
+	}
 	if services == nil {
 		services = []map[string]any{}
 	}
