@@ -28,6 +28,8 @@ Settings (environment variables):
   TETHER_ACTIONS_JOB_TIMEOUT      job pod's deadline (default 6h)
   TETHER_ACTIONS_IDLE_TIMEOUT     job pod ends after this long without a step
                                   (default 30m; 0 never)
+  TETHER_ACTIONS_RECONNECT_TIMEOUT  how long a step may stay unreachable
+                                  before it fails as unknown (default 2m)
   TETHER_ACTIONS_SERVICE_ACCOUNT  job pod's service account
   TETHER_ACTIONS_NODE_SELECTOR    key=value,... for the job pod's nodes
   TETHER_ACTIONS_DEBUG            1: diagnostics on stderr

@@ -29,6 +29,10 @@ const (
 	// EnvIdleTimeout makes the job pod end itself when no step ran for
 	// this long (Go duration, default DefaultIdleTimeout; 0 for never).
 	EnvIdleTimeout = "TETHER_ACTIONS_IDLE_TIMEOUT"
+	// EnvReconnectTimeout is how long a step may stay unreachable (the API
+	// server or the pod) before its outcome counts as unknown and the step
+	// fails (Go duration, default client.DefaultReconnectTimeout).
+	EnvReconnectTimeout = "TETHER_ACTIONS_RECONNECT_TIMEOUT"
 	// EnvServiceAccount is the job pod's service account.
 	EnvServiceAccount = "TETHER_ACTIONS_SERVICE_ACCOUNT"
 	// EnvNodeSelector constrains the job pod's nodes: key=value,key=value.
@@ -81,6 +85,9 @@ type Settings struct {
 	IdleTimeout time.Duration
 	// PrepareTimeout bounds prepare_job's wait for the pod to run.
 	PrepareTimeout time.Duration
+	// ReconnectTimeout is how long a step may stay unreachable before it
+	// fails as unknown (0: client.DefaultReconnectTimeout).
+	ReconnectTimeout time.Duration
 	// ServiceAccount runs the job pod ("" the namespace's default).
 	ServiceAccount string
 	// NodeSelector constrains the job pod's nodes.
@@ -113,7 +120,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	for _, d := range []struct {
 		name string
 		to   *time.Duration
-	}{{EnvJobTimeout, &s.JobTimeout}, {EnvIdleTimeout, &s.IdleTimeout}} {
+	}{{EnvJobTimeout, &s.JobTimeout}, {EnvIdleTimeout, &s.IdleTimeout}, {EnvReconnectTimeout, &s.ReconnectTimeout}} {
 		v := getenv(d.name)
 		if v == "" {
 			continue

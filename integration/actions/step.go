@@ -51,7 +51,8 @@ func RunScriptStep(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("cannot reach the job's pod %s/%s: %v", st.Namespace, st.Pod, err)
 	}
-	res, err := client.Run(ctx, c.transport(h, pod), plan.job, client.Options{Output: h.Stdout, Logger: log, From: from})
+	res, err := client.Run(ctx, c.transport(h, pod), plan.job,
+		client.Options{Output: h.Stdout, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
 	switch {
 	case res.Cancelled:
 		return h.fail("the step was cancelled (%v)%s", context.Cause(ctx), stepCode(res))

@@ -145,3 +145,37 @@ func TestActionsCancel(t *testing.T) {
 	}
 	waitNoTetherObjects(ctx, t, c, ns, 2*time.Minute)
 }
+
+// TestActionsUnknownOutcomeFails makes the API server unreachable for
+// good in the middle of a step: the step's outcome cannot be known, so
+// the hook fails it (non-zero), never reports a success.
+func TestActionsUnknownOutcomeFails(t *testing.T) {
+	c := NewCluster(t)
+	ns := c.NewNamespace(t, "actions-lost")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	kubeconfig, proxy := proxiedKubeconfig(t, c)
+	r := newActionsRunner(t, c, ns, actions.EnvKubeconfig+"="+kubeconfig, actions.EnvReconnectTimeout+"=10s")
+	if res, err := r.PrepareJob(ctx, BashImage, nil, nil); err != nil || res.ExitCode != 0 {
+		t.Fatalf("prepare_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
+	}
+	out := &safeBuffer{}
+	r.Tee = out
+	go func() {
+		for !strings.Contains(string(out.Bytes()), "started") && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		proxy.SetBlocked(true)
+		proxy.CutAll()
+	}()
+	res := mustStep(ctx, t, r, actionsrunner.Step{Script: "echo started; sleep 5; echo done"})
+	if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "outcome is unknown") {
+		t.Fatalf("a step whose outcome is unknown: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	proxy.SetBlocked(false)
+	r.Tee = nil
+	if res, err := r.CleanupJob(ctx); err != nil || res.ExitCode != 0 {
+		t.Fatalf("cleanup_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
+	}
+	waitNoTetherObjects(ctx, t, c, ns, 2*time.Minute)
+}
