@@ -5,8 +5,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
