@@ -18,7 +18,7 @@ var Access = []Permission{
 		For: "prepare_job creates the job's pod, reads the runner's pod (its owner) and follows the pod while it starts; cleanup_job lists and deletes"},
 	{Resource: "pods/attach", Verbs: []string{"create", "get"}, For: "every step attaches to the job container (WebSocket uses get, SPDY create)"},
 	{Resource: "pods/log", Verbs: []string{"get"}, For: "a step's last output after the job container ended"},
-	{Resource: "secrets", Verbs: []string{"create"}, For: "prepare_job keeps the job container's env in a Secret owned by the pod"},
+	{Resource: "secrets", Verbs: []string{"create"}, For: "prepare_job keeps the job container's env and the registry credentials in Secrets owned by the pod"},
 	{Resource: "events", Verbs: []string{"list", "watch"}, For: "prepare_job reports the pod's events (image pulls, scheduling) while it starts"},
 }
 
