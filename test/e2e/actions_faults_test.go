@@ -179,3 +179,37 @@ func TestActionsUnknownOutcomeFails(t *testing.T) {
 	}
 	waitNoTetherObjects(ctx, t, c, ns, 2*time.Minute)
 }
+
+// TestActionsIdlePodEndsItself: a runner that vanishes between steps
+// without its pod being deleted (no ACTIONS_RUNNER_POD_NAME here, so no
+// owner) leaves a job pod that ends itself once no step ran for the idle
+// timeout.
+func TestActionsIdlePodEndsItself(t *testing.T) {
+	c := NewCluster(t)
+	ns := c.NewNamespace(t, "actions-idle")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := newActionsRunner(t, c, ns, actions.EnvIdleTimeout+"=15s")
+	res, err := r.PrepareJob(ctx, BashImage, nil, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("prepare_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
+	}
+	if res := mustStep(ctx, t, r, actionsrunner.Step{Script: "echo one step"}); res.ExitCode != 0 {
+		t.Fatalf("step: exit %d, stderr %s", res.ExitCode, res.Stderr)
+	}
+	var st struct{ State actions.State }
+	if err := json.Unmarshal([]byte(res.Response), &st); err != nil {
+		t.Fatal(err)
+	}
+	// No more commands: the runner is gone.
+	c.WaitFor(ctx, t, "the idle job pod to end", func(ctx context.Context) (bool, error) {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, st.State.Pod, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return p.Status.Phase == "Succeeded" || p.Status.Phase == "Failed", nil
+	})
+}
