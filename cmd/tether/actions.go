@@ -32,6 +32,8 @@ Settings (environment variables):
                                   before it fails as unknown (default 2m)
   TETHER_ACTIONS_SERVICE_ACCOUNT  job pod's service account
   TETHER_ACTIONS_NODE_SELECTOR    key=value,... for the job pod's nodes
+  TETHER_ACTIONS_CONFIG           YAML file of tether run's pod settings
+                                  (memory, toleration, volume, pod-patch, ...)
   TETHER_ACTIONS_DEBUG            1: diagnostics on stderr
   ACTIONS_RUNNER_POD_NAME         the runner's pod: owner of the job pods
   ACTIONS_RUNNER_PREPARE_JOB_TIMEOUT_SECONDS  bound on the pod's start (600)

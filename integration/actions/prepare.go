@@ -101,7 +101,7 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 // response; a non-zero code means the pod must go.
 func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *State, args *PrepareJobArgs, responseFile string) int {
 	fmt.Fprintf(h.Stdout, "tether: pod %s/%s created (image %s); waiting for it to run\n", pod.Namespace, pod.Name, args.Container.Image)
-	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: h.Settings.PrepareTimeout}); err != nil {
+	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: h.Settings.PrepareTimeout, ScheduleTimeout: h.Settings.Pod.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
 			return h.fail("stopped while the job's pod was starting: %v", context.Cause(ctx))
 		}
@@ -134,8 +134,19 @@ func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kub
 	spec := kube.Spec{
 		Namespace: namespace, Image: ctr.Image, HelperImage: s.HelperImage, Serve: true,
 		PullPolicy: s.PullPolicy, Timeout: s.JobTimeout, IdleTimeout: s.IdleTimeout,
-		ServiceAccountName: s.ServiceAccount, NodeSelector: maps.Clone(s.NodeSelector),
 		Env: map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"},
+	}
+	if err := s.Pod.ApplyTo(&spec); err != nil {
+		return spec, fmt.Errorf("%s: %w", EnvConfig, err)
+	}
+	if s.ServiceAccount != "" {
+		spec.ServiceAccountName = s.ServiceAccount
+	}
+	if len(s.NodeSelector) > 0 {
+		if spec.NodeSelector == nil {
+			spec.NodeSelector = map[string]string{}
+		}
+		maps.Copy(spec.NodeSelector, s.NodeSelector)
 	}
 	for k, v := range ctr.EnvironmentVariables {
 		if strings.HasPrefix(k, kube.ShimEnvPrefix) {
@@ -144,7 +155,10 @@ func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kub
 		spec.Env[k] = v
 	}
 	if runnerPod != "" && len(validation.IsValidLabelValue(runnerPod)) == 0 {
-		spec.Labels = map[string]string{LabelRunnerPod: runnerPod}
+		if spec.Labels == nil {
+			spec.Labels = map[string]string{}
+		}
+		spec.Labels[LabelRunnerPod] = runnerPod
 	}
 	for _, v := range []struct{ name, path string }{{workVolume, WorkDir}, {githubVolume, GitHubDir}} {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: v.name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tether-ci/tether/settings"
 )
 
 // Environment variables the hook reads (besides the runner's own).
@@ -37,6 +40,10 @@ const (
 	EnvServiceAccount = "TETHER_ACTIONS_SERVICE_ACCOUNT"
 	// EnvNodeSelector constrains the job pod's nodes: key=value,key=value.
 	EnvNodeSelector = "TETHER_ACTIONS_NODE_SELECTOR"
+	// EnvConfig names a YAML file of the pod settings `tether run` and
+	// `tether gitlab` take (keys are their long flag names: memory, cpu,
+	// toleration, volume, pod-patch, label, ...; package settings).
+	EnvConfig = "TETHER_ACTIONS_CONFIG"
 	// EnvDebug, when "1" or "true", logs the hook's diagnostics to stderr.
 	EnvDebug = "TETHER_ACTIONS_DEBUG"
 	// EnvBin is read by the launcher (deploy/actions/tether-hook.sh): the
@@ -92,6 +99,9 @@ type Settings struct {
 	ServiceAccount string
 	// NodeSelector constrains the job pod's nodes.
 	NodeSelector map[string]string
+	// Pod are the shared pod settings (EnvConfig); the fields above win
+	// where both set the same thing.
+	Pod settings.Pod
 	// Debug logs the hook's diagnostics to stderr.
 	Debug bool
 }
@@ -146,6 +156,16 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 				return s, fmt.Errorf("%s=%q: want key=value pairs separated by commas", EnvNodeSelector, v)
 			}
 			s.NodeSelector[k] = val
+		}
+	}
+	if path := getenv(EnvConfig); path != "" {
+		fs := pflag.NewFlagSet("tether actions", pflag.ContinueOnError)
+		s.Pod.AddFlags(fs)
+		if err := settings.ApplyFile(fs, path); err != nil {
+			return s, fmt.Errorf("%s: %w", EnvConfig, err)
+		}
+		if err := s.Pod.Validate(); err != nil {
+			return s, fmt.Errorf("%s %s: %w", EnvConfig, path, err)
 		}
 	}
 	switch strings.ToLower(getenv(EnvDebug)) {

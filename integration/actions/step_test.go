@@ -110,3 +110,41 @@ func TestDockerConfig(t *testing.T) {
 		t.Errorf("no credentials: %s, %v", b, err)
 	}
 }
+
+// TETHER_ACTIONS_CONFIG carries the pod settings tether run and tether
+// gitlab take; the hook's own variables win where both say something.
+func TestSettingsConfigFile(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "pod.yaml")
+	body := "memory: 256Mi\ntoleration: [gpu:NoSchedule]\nlabel: {team: ci}\nnode-selector: {pool: ci}\nservice-account: from-file\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{EnvConfig: cfg, EnvServiceAccount: "from-env", EnvNodeSelector: "zone=a"}
+	s, err := SettingsFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := &PrepareJobArgs{Container: &Container{Image: "busybox"}}
+	spec, err := jobSpec(s, args, "ns", "runner-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spec.Resources.Limits.Memory().String(); got != "256Mi" {
+		t.Errorf("memory limit %s", got)
+	}
+	if len(spec.Tolerations) != 1 || spec.Labels["team"] != "ci" || spec.Labels[LabelRunnerPod] != "runner-0" ||
+		spec.NodeSelector["pool"] != "ci" || spec.NodeSelector["zone"] != "a" || spec.ServiceAccountName != "from-env" {
+		t.Errorf("spec: tolerations %v, labels %v, node selector %v, service account %q", spec.Tolerations, spec.Labels, spec.NodeSelector, spec.ServiceAccountName)
+	}
+	env[EnvConfig] = filepath.Join(t.TempDir(), "missing.yaml")
+	if _, err := SettingsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), EnvConfig) {
+		t.Errorf("a missing config file: %v", err)
+	}
+	if err := os.WriteFile(cfg, []byte("memroy: 1Gi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env[EnvConfig] = cfg
+	if _, err := SettingsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "memroy") {
+		t.Errorf("an unknown key: %v", err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +31,12 @@ func TestActionsJob(t *testing.T) {
 	defer cancel()
 	// The runner's pod (here a stand-in pod) owns the job's pod.
 	owner := c.CreatePod(ctx, t, SimplePod(ns, "runner-0", BusyboxImage, "sleep", "3600"))
-	r := newActionsRunner(t, c, ns, actions.EnvRunnerPodName+"=runner-0")
+	// The pod settings of tether run, from TETHER_ACTIONS_CONFIG.
+	config := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(config, []byte("label: {team: ci}\nmemory: 256Mi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newActionsRunner(t, c, ns, actions.EnvRunnerPodName+"=runner-0", actions.EnvConfig+"="+config)
 	r.JobRegistry = map[string]string{"username": "ci", "password": "s3cret-token", "serverUrl": "registry.example.com"}
 
 	service := actionsrunner.Container(BusyboxImage, map[string]string{"GREETING": "service-says-hi"}, []string{"8080:8080/tcp"})
@@ -55,6 +62,9 @@ func TestActionsJob(t *testing.T) {
 	}
 	if pod.Spec.ActiveDeadlineSeconds == nil {
 		t.Errorf("job pod has no activeDeadlineSeconds")
+	}
+	if pod.Labels["team"] != "ci" || pod.Spec.Containers[0].Resources.Limits.Memory().String() != "256Mi" {
+		t.Errorf("the config file's settings: labels %v, resources %+v", pod.Labels, pod.Spec.Containers[0].Resources)
 	}
 	// The registry credentials are a pull Secret owned by the pod, never in
 	// the pod spec.
