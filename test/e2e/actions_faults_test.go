@@ -48,6 +48,9 @@ func TestActionsSurvivesConnectionCuts(t *testing.T) {
 	if !bytes.Equal(res.Stdout, []byte(want)) {
 		t.Fatalf("after %d cuts the step's output differs: %d bytes, want %d; stderr %s", hits, len(res.Stdout), len(want), res.Stderr)
 	}
+	if !strings.Contains(string(res.Stderr), "nothing lost or repeated") {
+		t.Errorf("the hook did not say the connection broke: stderr %s", res.Stderr)
+	}
 	if res.ExitCode != 7 || r.JobEnv["CUT"] != "survived" {
 		t.Fatalf("exit %d (want 7), GITHUB_ENV %q; stderr %s", res.ExitCode, r.JobEnv, res.Stderr)
 	}
