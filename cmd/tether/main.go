@@ -11,6 +11,7 @@
 //	run_docker.go  runDocker: the docker/podman backend (--docker)
 //	attach.go      attachCmd: `tether attach`
 //	gc.go          gcCmd: `tether gc`
+//	actions.go     actionsCmd: `tether actions` (integration/actions)
 //	completion.go  completionCmd: `tether completion bash|zsh|fish`
 //	output.go      shared helpers: logFlags/newLogger, progress events, result summary, exit codes
 //	signals.go     shared helpers: signal handling (first signal cancels, second exits)
@@ -84,6 +85,7 @@ Usage:
   tether gc [flags]                delete expired pods and orphaned resources
   tether gitlab config|prepare|run SCRIPT STAGE|cleanup
                                    the GitLab Runner Custom executor driver
+  tether actions                   the GitHub Actions runner container hook
   tether completion bash|zsh|fish  print a shell completion script
   tether version                   print the version
   tether help [COMMAND]            show help
@@ -111,6 +113,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return gcCmd(ctx, rest, stdout, stderr)
 	case "gitlab":
 		return gitlabCmd(ctx, rest, stdout, stderr)
+	case "actions":
+		return actionsCmd(ctx, rest, stdout, stderr)
 	case "completion":
 		return completionCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
@@ -132,7 +136,7 @@ func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch args[0] {
-	case "run", "attach", "gc":
+	case "run", "attach", "gc", "actions":
 		return realMain(ctx, []string{args[0], "--help"}, stdout, stderr)
 	case "completion":
 		return completionCmd(ctx, []string{"--help"}, stdout, stderr)
