@@ -9,6 +9,7 @@
 //	attach.go      attachCmd: `tether attach`
 //	gc.go          gcCmd: `tether gc`'s help and flags; the command is internal/gccmd
 //	gitlab.go      gitlabCmd: `tether gitlab`'s arguments and help; the driver is integration/gitlab
+//	actions.go     actionsCmd: `tether actions` (integration/actions)
 //	completion.go  completionCmd: `tether completion bash|zsh|fish`
 //	output.go      shared helpers: usage with exit codes, JSON stderr lines (a session's progress,
 //	               summary and exit code are internal/cmdutil's)
@@ -83,6 +84,7 @@ Usage:
   tether gc [flags]                delete expired pods and orphaned resources
   tether gitlab config|prepare|run SCRIPT STAGE|cleanup
                                    the GitLab Runner Custom executor driver
+  tether actions                   the GitHub Actions runner container hook
   tether completion bash|zsh|fish  print a shell completion script
   tether version                   print the version
   tether help [COMMAND]            show help
@@ -110,6 +112,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return gcCmd(ctx, rest, stdout, stderr)
 	case "gitlab":
 		return gitlabCmd(ctx, rest, stdout, stderr)
+	case "actions":
+		return actionsCmd(ctx, rest, stdout, stderr)
 	case "completion":
 		return completionCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
@@ -131,7 +135,7 @@ func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch args[0] {
-	case "run", "attach", "gc":
+	case "run", "attach", "gc", "actions":
 		return realMain(ctx, []string{args[0], "--help"}, stdout, stderr)
 	case "completion":
 		return completionCmd(ctx, []string{"--help"}, stdout, stderr)

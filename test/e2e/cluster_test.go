@@ -68,6 +68,10 @@ var (
 	// GitImage is BashImage plus Debian's git (and git-remote-http): the
 	// GitLab driver tests' helper container.
 	GitImage = "localhost/tether/git:" + imageTag()
+	// GitLabHelperImage is shaped like GitLab's helper image: GitImage plus
+	// the project's gitlab-runner-helper test double and
+	// gitlab-runner-build, and no gitlab-runner.
+	GitLabHelperImage = "localhost/tether/gitlab-helper:" + imageTag()
 )
 
 // PauseImage is the node's sandbox image (always tagged dev: the node's

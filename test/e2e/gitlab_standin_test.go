@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,6 +34,8 @@ type runnerStandIn struct {
 	dir   string
 	env   []string
 	jobID string
+	// job is what the stage scripts are generated from (gitlab_scripts_test.go).
+	job runnerJob
 	// stderr is what the last run wrote to its stderr.
 	stderr string
 }
@@ -55,7 +58,25 @@ type standInJob struct {
 	Config string
 	// Image is the job's image (default BashImage).
 	Image string
+	// GitLabHelperImage is the driver's gitlab-helper-image (default GitImage).
+	GitLabHelperImage string
+	// ID is the job's ID (default: from the clock).
+	ID int64
+	// URL is the GitLab instance the job's artifacts go to (a
+	// gitlabcoord.Coordinator's URL); empty skips the artifact stages.
+	URL string
+	// Name and Ref are the job's name and git ref (the default cache key).
+	Name, Ref string
+	// Caches, Artifacts and Dependencies are the job's `cache:`,
+	// `artifacts:` and the jobs whose artifacts it downloads.
+	Caches       []runnerCache
+	Artifacts    []runnerArtifact
+	Dependencies []runnerDependency
 }
+
+// standInToken is the job token of job id (CI_JOB_TOKEN, the `token` of the
+// job response).
+func standInToken(id int64) string { return fmt.Sprintf("standin-job-token-%d", id) }
 
 func newRunnerStandIn(t *testing.T, c *Cluster, ns string, variables []map[string]any) *runnerStandIn {
 	return newRunnerStandInJob(t, c, ns, standInJob{Variables: variables})
@@ -64,20 +85,40 @@ func newRunnerStandIn(t *testing.T, c *Cluster, ns string, variables []map[strin
 func newRunnerStandInJob(t *testing.T, c *Cluster, ns string, sj standInJob) *runnerStandIn {
 	t.Helper()
 	dir := t.TempDir()
-	id := time.Now().UnixNano() % 1_000_000_000
+	id := sj.ID
+	if id == 0 {
+		id = time.Now().UnixNano() % 1_000_000_000
+	}
 	jobID := fmt.Sprint(id)
+	if sj.Name == "" {
+		sj.Name = "test"
+	}
+	if sj.Ref == "" {
+		sj.Ref = "main"
+	}
 	if sj.Timeout == 0 {
 		sj.Timeout = 10 * time.Minute
 	}
 	if sj.Image == "" {
 		sj.Image = BashImage
 	}
+	if sj.GitLabHelperImage == "" {
+		sj.GitLabHelperImage = GitImage
+	}
+	// The runner's common.JobResponse (common/network.go), as much of it
+	// as the driver and these tests read.
 	job := map[string]any{
-		"id":          id,
-		"image":       map[string]any{"name": sj.Image},
-		"variables":   sj.Variables,
-		"services":    sj.Services,
-		"runner_info": map[string]any{"timeout": int(sj.Timeout.Seconds())},
+		"id":           id,
+		"token":        standInToken(id),
+		"image":        map[string]any{"name": sj.Image},
+		"variables":    sj.Variables,
+		"services":     sj.Services,
+		"runner_info":  map[string]any{"timeout": int(sj.Timeout.Seconds())},
+		"job_info":     map[string]any{"id": id, "name": sj.Name, "project_id": 42},
+		"git_info":     map[string]any{"ref": sj.Ref, "repo_url": "", "sha": ""},
+		"cache":        sj.Caches,
+		"artifacts":    sj.Artifacts,
+		"dependencies": sj.Dependencies,
 	}
 	b, err := json.Marshal(job)
 	if err != nil {
@@ -89,11 +130,19 @@ func newRunnerStandInJob(t *testing.T, c *Cluster, ns string, sj standInJob) *ru
 	}
 	cfg := filepath.Join(dir, "tether.yaml")
 	conf := fmt.Sprintf("namespace: %s\nkubeconfig: %s\nhelper-image: %s\ngitlab-helper-image: %s\npull-policy: Never\n%s",
-		ns, c.Kubeconfig, HelperImage, GitImage, sj.Config)
+		ns, c.Kubeconfig, HelperImage, sj.GitLabHelperImage, sj.Config)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &runnerStandIn{t: t, bin: buildTether(t), dir: dir, jobID: jobID}
+	r := &runnerStandIn{t: t, bin: buildTether(t), dir: dir, jobID: jobID, job: runnerJob{
+		ID: id, Token: standInToken(id), URL: sj.URL, Name: sj.Name, Ref: sj.Ref,
+		BuildsDir: "/builds", CacheDir: "/cache", ProjectPath: "project",
+		Caches: sj.Caches, Artifacts: sj.Artifacts, Dependencies: sj.Dependencies,
+	}}
+	for _, v := range sj.Variables {
+		file, _ := v["file"].(bool)
+		r.job.Variables = append(r.job.Variables, runnerVar{Key: fmt.Sprint(v["key"]), Value: fmt.Sprint(v["value"]), File: file})
+	}
 	r.env = append(os.Environ(),
 		"JOB_RESPONSE_FILE="+resp,
 		fmt.Sprintf("BUILD_FAILURE_EXIT_CODE=%d", standInBuildFailure),
@@ -118,24 +167,35 @@ func (r *runnerStandIn) command(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// stageScript writes a stage script shaped like the runner's bash ones.
+// stageScript writes a user stage's script as the runner's bash shell
+// writer does (runnerJob.rawStageScript), body as its commands and vars as
+// variables of the job besides its own, and returns its path.
 func (r *runnerStandIn) stageScript(stage, body string, vars map[string]string) string {
-	var b strings.Builder
-	b.WriteString("#!/usr/bin/env bash\n\nset -eo pipefail\nset +o noclobber\n")
-	for k, v := range vars {
-		fmt.Fprintf(&b, "export %s=%q\n", k, v)
+	job := r.job
+	job.Variables = append([]runnerVar(nil), job.Variables...)
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
 	}
-	b.WriteString("mkdir -p \"/builds/project\"\ncd \"/builds/project\"\n")
-	b.WriteString(body)
+	sort.Strings(keys)
+	for _, k := range keys {
+		job.Variables = append(job.Variables, runnerVar{Key: k, Value: vars[k]})
+	}
+	return r.writeScript(stage, job.rawStageScript(body))
+}
+
+// writeScript writes a stage's script into the stand-in's directory.
+func (r *runnerStandIn) writeScript(stage, script string) string {
 	p := filepath.Join(r.dir, "script-"+stage)
-	if err := os.WriteFile(p, []byte(b.String()), 0o700); err != nil {
+	if err := os.WriteFile(p, []byte(script), 0o700); err != nil {
 		r.t.Fatal(err)
 	}
 	return p
 }
 
-// prepare runs prepare_exec and fails the test if it fails.
-func (r *runnerStandIn) prepare(ctx context.Context) {
+// prepare runs prepare_exec, fails the test if it fails, and returns its
+// output (stdout and stderr: the job log's prepare section).
+func (r *runnerStandIn) prepare(ctx context.Context) string {
 	r.t.Helper()
 	out, err := r.command(ctx, "prepare").CombinedOutput()
 	r.t.Logf("prepare:\n%s", out)
@@ -143,14 +203,35 @@ func (r *runnerStandIn) prepare(ctx context.Context) {
 	if err != nil {
 		r.t.Fatalf("prepare: %v", err)
 	}
+	return string(out)
 }
 
-// run runs run_exec for one stage and returns its stdout, its exit code
-// and what it wrote to BUILD_EXIT_CODE_FILE.
+// run runs run_exec for one user stage whose commands are body and returns
+// its stdout, its exit code and what it wrote to BUILD_EXIT_CODE_FILE.
 func (r *runnerStandIn) run(ctx context.Context, stage, body string, vars map[string]string) (string, int, string) {
 	r.t.Helper()
+	return r.runScript(ctx, stage, r.stageScript(stage, body, vars))
+}
+
+// runStage runs stage as the runner would, with the script it generates
+// for the stand-in's job (runnerJob.stageScript), user commands for a user
+// stage. ran is false when the runner would skip the stage.
+func (r *runnerStandIn) runStage(ctx context.Context, stage string, commands ...string) (out string, code int, written string, ran bool) {
+	r.t.Helper()
+	script, ok := r.job.stageScript(stage, commands)
+	if !ok {
+		return "", 0, "", false
+	}
+	out, code, written = r.runScript(ctx, stage, r.writeScript(stage, script))
+	return out, code, written, true
+}
+
+// runScript runs run_exec with the script file and stage.
+func (r *runnerStandIn) runScript(ctx context.Context, stage, script string) (string, int, string) {
+	r.t.Helper()
 	codeFile := filepath.Join(r.dir, "exit-code-"+stage)
-	cmd := r.command(ctx, "run", r.stageScript(stage, body, vars), stage)
+	_ = os.Remove(codeFile)
+	cmd := r.command(ctx, "run", script, stage)
 	cmd.Env = append(cmd.Env, "BUILD_EXIT_CODE_FILE="+codeFile)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -1,0 +1,26 @@
+package actions
+
+// Permission is one thing the hook's identity must be allowed in the job
+// pods' namespace.
+type Permission struct {
+	// Resource is a core-group resource (pods, pods/attach, ...).
+	Resource string
+	// Verbs are the verbs the hook uses on it.
+	Verbs []string
+	// For says which command needs it.
+	For string
+}
+
+// Access is everything the hook does in the job pods' namespace: the
+// Role in RBACFile grants exactly this.
+var Access = []Permission{
+	{Resource: "pods", Verbs: []string{"create", "get", "list", "watch", "delete"},
+		For: "prepare_job creates the job's pod, reads the runner's pod (its owner) and follows the pod while it starts; cleanup_job lists and deletes"},
+	{Resource: "pods/attach", Verbs: []string{"create", "get"}, For: "every step attaches to the job container (WebSocket uses get, SPDY create)"},
+	{Resource: "pods/log", Verbs: []string{"get"}, For: "a step's last output after the job container ended"},
+	{Resource: "secrets", Verbs: []string{"create"}, For: "prepare_job keeps the job container's env and the registry credentials in Secrets owned by the pod"},
+	{Resource: "events", Verbs: []string{"list", "watch"}, For: "prepare_job reports the pod's events (image pulls, scheduling) while it starts"},
+}
+
+// RBACFile is where the project keeps the Role that grants Access.
+const RBACFile = "deploy/actions/rbac.yaml"

@@ -1,0 +1,41 @@
+package actions
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// cluster is the API server connection of one command.
+type cluster struct {
+	cfg       *rest.Config
+	cs        kubernetes.Interface
+	namespace string
+}
+
+// connect loads the Kubernetes configuration the settings name.
+func (h *Hook) connect() (*cluster, error) {
+	cfg, ns, err := kube.LoadConfig(kube.ConfigOptions{Kubeconfig: h.Settings.Kubeconfig, Namespace: h.Settings.Namespace})
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("build a Kubernetes client: %w", err)
+	}
+	return &cluster{cfg: cfg, cs: cs, namespace: ns}, nil
+}
+
+// pod is the handle of the job's pod named by st.
+func (c *cluster) pod(h *Hook, st *State) *kube.Pod {
+	return &kube.Pod{Client: c.cs, Namespace: st.Namespace, Name: st.Pod, Container: kube.BuildContainer, Logger: h.logger()}
+}
+
+// transport is the attach transport of the pod's job container.
+func (c *cluster) transport(h *Hook, p *kube.Pod) client.Transport {
+	return p.Transport(c.cfg, kube.TransportOptions{Logger: h.logger()})
+}

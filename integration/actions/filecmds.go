@@ -1,0 +1,133 @@
+package actions
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// collectLoop prints each file-command file (its quoted paths fill in
+// the list) as a header line "F <size> <sha256 or -> <path>", its bytes
+// and a newline, or "M <path>" for a file that does not exist, then
+// "END". sha256sum is used where the image has it; the size is always
+// checked.
+const collectLoop = `for f in %s; do
+  if [ -f "$f" ]; then
+    n=$(wc -c < "$f" | tr -d ' ') || exit 1
+    s=$( (sha256sum < "$f" 2>/dev/null || echo -) | cut -c1-64)
+    printf 'F %%s %%s %%s\n' "$n" "$s" "$f"
+    cat "$f" || exit 1
+    printf '\n'
+  else
+    printf 'M %%s\n' "$f"
+  fi
+done
+printf 'END\n'
+`
+
+// collectScript is the script that lists the files at paths.
+func collectScript(paths []string) []byte {
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = shellQuote(p)
+	}
+	return []byte("#!/bin/sh\n" + fmt.Sprintf(collectLoop, strings.Join(quoted, " ")))
+}
+
+// collectFileCommands runs a second job on the same shim that prints the
+// file-command files into a buffer (never the step's log), checks each
+// one's size and sha256, and writes them into the runner's _temp.
+func collectFileCommands(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, from int64, files []fileCommand) error {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.container
+	}
+	script := kube.FilesDir + "/collect.sh"
+	job := client.Job{
+		ID:      "collect-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		Scripts: []string{script},
+		Files:   []client.File{{Path: script, Content: collectScript(paths)}},
+	}
+	var out lockedBuffer
+	res, err := client.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger(), From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
+	if err != nil {
+		return fmt.Errorf("read them from the job container: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("reading them in the job container failed with exit code %d: %s", res.ExitCode, firstLine(out.Bytes()))
+	}
+	got, err := parseCollected(out.Bytes())
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		content, ok := got[f.container]
+		if !ok {
+			continue // deleted by the step: the runner finds none either
+		}
+		if err := os.WriteFile(f.host, content, 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", f.host, err)
+		}
+	}
+	return nil
+}
+
+// parseCollected parses collectLoop's output: container path → content
+// for the files that exist. Any mismatch of size or sha256, or a missing
+// END, is an error.
+func parseCollected(b []byte) (map[string][]byte, error) {
+	got := map[string][]byte{}
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return nil, errors.New("the file-command listing ended early (no END line)")
+		}
+		line := string(b[:i])
+		b = b[i+1:]
+		switch {
+		case line == "END":
+			return got, nil
+		case strings.HasPrefix(line, "M "):
+			continue
+		case strings.HasPrefix(line, "F "):
+		default:
+			return nil, fmt.Errorf("unexpected line in the file-command listing: %q", line)
+		}
+		fields := strings.SplitN(line, " ", 4)
+		if len(fields) != 4 {
+			return nil, fmt.Errorf("malformed header in the file-command listing: %q", line)
+		}
+		n, err := strconv.Atoi(fields[1])
+		if err != nil || n < 0 || n+1 > len(b) {
+			return nil, fmt.Errorf("file %s: its size %q does not match what arrived", fields[3], fields[1])
+		}
+		content, rest := b[:n], b[n:]
+		if rest[0] != '\n' {
+			return nil, fmt.Errorf("file %s: more bytes arrived than its size %d", fields[3], n)
+		}
+		if fields[2] != "-" {
+			sum := sha256.Sum256(content)
+			if hex.EncodeToString(sum[:]) != fields[2] {
+				return nil, fmt.Errorf("file %s: its sha256 does not match what arrived", fields[3])
+			}
+		}
+		got[fields[3]] = bytes.Clone(content)
+		b = rest[1:]
+	}
+}
+
+// firstLine is b's first line, for an error message.
+func firstLine(b []byte) string {
+	line, _, _ := bytes.Cut(bytes.TrimSpace(b), []byte("\n"))
+	return string(line)
+}

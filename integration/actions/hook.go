@@ -1,0 +1,66 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+)
+
+// Hook is what every command runs with: the settings, the hook's
+// environment (the runner's), its output streams (the step's log) and a
+// logger for diagnostics.
+type Hook struct {
+	Settings Settings
+	// Getenv reads the hook's environment (os.Getenv).
+	Getenv func(string) string
+	// Stdout and Stderr are the step's log in the runner.
+	Stdout, Stderr io.Writer
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+func (h *Hook) logger() *slog.Logger {
+	if h.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return h.Logger
+}
+
+// fail writes the hook's error line to stderr and returns the exit code 1.
+func (h *Hook) fail(format string, args ...any) int {
+	fmt.Fprintf(h.Stderr, "Error: tether actions: "+format+"\n", args...)
+	return 1
+}
+
+// warn writes a warning line to stderr.
+func (h *Hook) warn(format string, args ...any) {
+	fmt.Fprintf(h.Stderr, "Warning: tether actions: "+format+"\n", args...)
+}
+
+// Main reads the runner's input from stdin, runs its command and returns
+// the hook's exit code: 0 for success, else non-zero with the reason on
+// stderr.
+func Main(ctx context.Context, h *Hook, stdin io.Reader) int {
+	in, err := ReadInput(stdin)
+	if err != nil {
+		return h.fail("%v", err)
+	}
+	switch in.Command {
+	case CommandPrepareJob:
+		return PrepareJob(ctx, h, in)
+	case CommandRunScriptStep:
+		return RunScriptStep(ctx, h, in)
+	case CommandRunContainerStep:
+		return RunContainerStep(ctx, h, in)
+	default: // CommandCleanupJob; ReadInput refused the rest
+		return CleanupJob(ctx, h, in)
+	}
+}
+
+// RunContainerStep is run_container_step: not supported yet, so a
+// workflow with a container action fails with a clear message.
+func RunContainerStep(_ context.Context, h *Hook, _ *Input) int {
+	return h.fail("run_container_step (a container action or a step with uses: docker://...) is not supported yet by tether actions: " +
+		"run the tool from the job container with a run: step instead")
+}

@@ -1,0 +1,284 @@
+package actions
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// PrepareJob is prepare_job: it creates the job's pod (the job container
+// running tether-shim, the services as native sidecars), waits until it
+// runs, makes the runner's directories in it, and writes the response.
+// A pod it created is deleted again when anything after the create fails.
+func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
+	var args PrepareJobArgs
+	if err := decodeArgs(in, &args); err != nil {
+		return h.fail("%v", err)
+	}
+	if args.Container == nil {
+		return h.fail("the job has no container: tether actions runs every job in a pod, so set container: in the workflow's job")
+	}
+	if args.Container.Image == "" {
+		return h.fail("the job container has no image (a Dockerfile is not supported): set container.image in the workflow")
+	}
+	if err := checkWorkingDirectory(args.Container.WorkingDirectory); err != nil {
+		return h.fail("the job container: %v", err)
+	}
+	c, err := h.connect()
+	if err != nil {
+		return h.fail("%v", err)
+	}
+	spec, err := jobSpec(h.Settings, &args, c.namespace, h.Getenv(EnvRunnerPodName))
+	if err != nil {
+		return h.fail("%v", err)
+	}
+	pullConfig, err := dockerConfig(&args)
+	if err != nil {
+		return h.fail("%v", err)
+	}
+	if pullConfig != nil {
+		// The pod's name is chosen here, so its imagePullSecrets can name
+		// the Secret created (owned by the pod) right after it.
+		spec.Name = "tether-" + randomHex(5)
+		spec.ImagePullSecrets = append(spec.ImagePullSecrets, spec.Name+pullSecretSuffix)
+	}
+	objs, err := kube.Build(spec)
+	if err != nil {
+		return h.fail("cannot build the job's pod: %v", err)
+	}
+	if runner := h.Getenv(EnvRunnerPodName); runner != "" {
+		ref, err := runnerOwner(ctx, c, runner)
+		if err != nil {
+			return h.fail("%v", err)
+		}
+		for _, p := range []*corev1.Pod{objs.Pod, objs.Fallback} {
+			if p != nil {
+				p.OwnerReferences = append(p.OwnerReferences, ref)
+			}
+		}
+	}
+	pod, err := kube.Create(ctx, c.cs, objs, h.logger())
+	if err != nil {
+		return h.fail("cannot create the job's pod: %v", err)
+	}
+	st := &State{Pod: pod.Name, Namespace: pod.Namespace}
+	code := 0
+	if pullConfig != nil {
+		if err := createPullSecret(ctx, c, pod, objs.Job.ID, pullConfig); err != nil {
+			code = h.fail("%v", err)
+		}
+	}
+	if code == 0 {
+		code = prepareCreated(ctx, h, c, pod, st, &args, in.ResponseFile)
+	}
+	if code != 0 {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+		defer cancel()
+		if err := pod.Delete(dctx); err != nil {
+			h.warn("cannot delete the job's pod %s/%s after the failed prepare (cleanup_job tries again): %v", st.Namespace, st.Pod, err)
+		}
+		return code
+	}
+	return 0
+}
+
+// prepareCreated waits for the created pod, probes it and writes the
+// response; a non-zero code means the pod must go.
+func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *State, args *PrepareJobArgs, responseFile string) int {
+	fmt.Fprintf(h.Stdout, "tether: pod %s/%s created (image %s); waiting for it to run\n", pod.Namespace, pod.Name, args.Container.Image)
+	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: h.Settings.PrepareTimeout, ScheduleTimeout: h.Settings.Pod.ScheduleTimeout}); err != nil {
+		if ctx.Err() != nil {
+			return h.fail("stopped while the job's pod was starting: %v", context.Cause(ctx))
+		}
+		return h.fail("the job's pod did not start: %v", err)
+	}
+	alpine, err := probePod(ctx, h, c, pod, args.Container.WorkingDirectory)
+	if err != nil {
+		return h.fail("the job's pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	resp := prepareResponse(st, args, alpine)
+	if err := WriteResponse(responseFile, resp); err != nil {
+		return h.fail("%v", err)
+	}
+	return 0
+}
+
+// randomHex returns n random bytes, hex-encoded.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+// jobSpec is the job's pod: the job container's image and variables (plus
+// GITHUB_ACTIONS and CI, as the runner's docker containers get them), the
+// runner's directories as emptyDirs, the services, and the settings' pod
+// shaping.
+func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kube.Spec, error) {
+	ctr := args.Container
+	spec := kube.Spec{
+		Namespace: namespace, Image: ctr.Image, HelperImage: s.HelperImage, Serve: true,
+		PullPolicy: s.PullPolicy, Timeout: s.JobTimeout, IdleTimeout: s.IdleTimeout,
+		Env: map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"},
+	}
+	if err := s.Pod.ApplyTo(&spec); err != nil {
+		return spec, fmt.Errorf("%s: %w", EnvConfig, err)
+	}
+	if s.ServiceAccount != "" {
+		spec.ServiceAccountName = s.ServiceAccount
+	}
+	if len(s.NodeSelector) > 0 {
+		if spec.NodeSelector == nil {
+			spec.NodeSelector = map[string]string{}
+		}
+		maps.Copy(spec.NodeSelector, s.NodeSelector)
+	}
+	for k, v := range ctr.EnvironmentVariables {
+		if strings.HasPrefix(k, kube.ShimEnvPrefix) {
+			return spec, fmt.Errorf("the job container's variable %s: names starting with %s are reserved for tether-shim's settings: rename it", k, kube.ShimEnvPrefix)
+		}
+		spec.Env[k] = v
+	}
+	if runnerPod != "" && len(validation.IsValidLabelValue(runnerPod)) == 0 {
+		if spec.Labels == nil {
+			spec.Labels = map[string]string{}
+		}
+		spec.Labels[LabelRunnerPod] = runnerPod
+	}
+	for _, v := range []struct{ name, path string }{{workVolume, WorkDir}, {githubVolume, GitHubDir}} {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: v.name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		spec.VolumeMounts = append(spec.VolumeMounts, corev1.VolumeMount{Name: v.name, MountPath: v.path})
+	}
+	aliases := map[string]bool{"localhost": true}
+	for i, svc := range args.Services {
+		if svc.Image == "" {
+			return spec, fmt.Errorf("service %d has no image", i)
+		}
+		ks := kube.Service{Image: svc.Image, Env: map[string]string{}}
+		if svc.EntryPoint != "" {
+			ks.Command = []string{svc.EntryPoint}
+		}
+		a, err := splitArgs(svc.EntryPointArgs)
+		if err != nil {
+			return spec, fmt.Errorf("service %d (%s): %w", i, svc.Image, err)
+		}
+		ks.Args = a
+		maps.Copy(ks.Env, svc.EnvironmentVariables)
+		if alias := imageAlias(svc.Image); alias != "" && !aliases[alias] {
+			aliases[alias] = true
+			ks.Aliases = []string{alias}
+		}
+		spec.Services = append(spec.Services, ks)
+	}
+	return spec, nil
+}
+
+// imageAlias is the host name a service is reached under besides
+// localhost: its image's name without registry, path, tag or digest
+// (redis:7 → redis), as the reference hook names its containers. The hook
+// never learns the service's label in the workflow.
+func imageAlias(image string) string {
+	if i := strings.IndexByte(image, '@'); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndexByte(image, '/'); i >= 0 {
+		image = image[i+1:]
+	}
+	if i := strings.IndexByte(image, ':'); i >= 0 {
+		image = image[:i]
+	}
+	image = strings.ToLower(image)
+	if len(validation.IsDNS1123Label(image)) > 0 {
+		return ""
+	}
+	return image
+}
+
+// runnerOwner is the ownerReference to the runner's pod, so the job pod
+// goes with it.
+func runnerOwner(ctx context.Context, c *cluster, name string) (metav1.OwnerReference, error) {
+	p, err := c.cs.CoreV1().Pods(c.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		advice := ""
+		if apierrors.IsNotFound(err) {
+			advice = fmt.Sprintf(" (%s names the runner's pod; the job pods are made in namespace %s, which must be the runner's)", EnvRunnerPodName, c.namespace)
+		}
+		return metav1.OwnerReference{}, fmt.Errorf("cannot read the runner's pod %s/%s to make it the job pod's owner: %w%s", c.namespace, name, err, advice)
+	}
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID}, nil
+}
+
+// probeScript makes the runner's directories in the job container and
+// says whether its image is Alpine Linux.
+const probeScript = `#!/bin/sh
+mkdir -p ` + FileCommandsDir + ` ` + HomeDir + ` ` + WorkflowDir + ` %s || exit 1
+if [ -f /etc/alpine-release ]; then echo isAlpine=true; else echo isAlpine=false; fi
+`
+
+// probePod runs probeScript through the shim and returns isAlpine.
+func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir string) (bool, error) {
+	dirs := ""
+	if workdir != "" {
+		dirs = shellQuote(workdir)
+	}
+	var out lockedBuffer
+	script := kube.FilesDir + "/prepare.sh"
+	job := client.Job{
+		ID:      "prepare-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		Scripts: []string{script},
+		Files:   []client.File{{Path: script, Content: fmt.Appendf(nil, probeScript, dirs)}},
+	}
+	res, err := client.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger()})
+	if err != nil {
+		return false, fmt.Errorf("cannot run the preparing script in the job container: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return false, fmt.Errorf("the preparing script failed in the job container (exit code %d): %s", res.ExitCode, bytes.TrimSpace(out.Bytes()))
+	}
+	return bytes.Contains(out.Bytes(), []byte("isAlpine=true\n")), nil
+}
+
+// prepareResponse is prepare_job's response: the state, the containers'
+// ports (reachable on localhost, so each container port maps to itself),
+// services in args' order.
+func prepareResponse(st *State, args *PrepareJobArgs, alpine bool) *PrepareResponse {
+	resp := &PrepareResponse{State: st, IsAlpine: alpine, Context: ResponseContext{
+		Container: &ResponseContainer{Image: args.Container.Image, Ports: ports(args.Container.PortMappings)},
+		Services:  []ResponseContainer{},
+	}}
+	for _, s := range args.Services {
+		resp.Context.Services = append(resp.Context.Services, ResponseContainer{Image: s.Image, Ports: ports(s.PortMappings)})
+	}
+	return resp
+}
+
+// portMapping is a docker port mapping: [[ip:]hostPort:]containerPort[/proto].
+var portMapping = regexp.MustCompile(`^(?:(?:[^:]*:)?[0-9-]*:)?([0-9]+)(?:/(?:tcp|udp|sctp))?$`)
+
+// ports maps each mapping's container port to itself: every container of
+// the pod shares its network, so a step reaches a service's port on
+// localhost (or the service's alias) at the container port.
+func ports(mappings []string) map[string]string {
+	m := map[string]string{}
+	for _, pm := range mappings {
+		if sub := portMapping.FindStringSubmatch(strings.TrimSpace(pm)); sub != nil {
+			m[sub[1]] = sub[1]
+		}
+	}
+	return m
+}

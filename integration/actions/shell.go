@@ -1,0 +1,75 @@
+package actions
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+)
+
+// shellQuote quotes s for a POSIX shell as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// envName matches the variable names a POSIX shell can export.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// splitArgs re-joins the runner's entryPointArgs and splits them the way
+// a POSIX shell splits words: the runner split its argument string on
+// single spaces, so quotes arrive as literal characters inside the pieces
+// (actions/runner HookInput.cs). Quotes group, backslashes escape; no
+// expansion happens.
+func splitArgs(pieces []string) ([]string, error) {
+	s := strings.Join(pieces, " ")
+	var (
+		args  []string
+		cur   strings.Builder
+		inArg bool
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inArg {
+				args = append(args, cur.String())
+				cur.Reset()
+				inArg = false
+			}
+		case c == '\'':
+			inArg = true
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errors.New("unterminated ' in entryPointArgs")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			inArg = true
+			closed := false
+			for i++; i < len(s); i++ {
+				if s[i] == '"' {
+					closed = true
+					break
+				}
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if !closed {
+				return nil, errors.New(`unterminated " in entryPointArgs`)
+			}
+		case c == '\\' && i+1 < len(s):
+			inArg = true
+			i++
+			cur.WriteByte(s[i])
+		default:
+			inArg = true
+			cur.WriteByte(c)
+		}
+	}
+	if inArg {
+		args = append(args, cur.String())
+	}
+	return args, nil
+}

@@ -1,0 +1,24 @@
+package actions
+
+import "errors"
+
+// State is what the hook hands the runner in prepare_job's response and
+// gets back with every later command: where the job's pod is.
+type State struct {
+	// Pod and Namespace name the job's pod.
+	Pod       string `json:"tetherPod"`
+	Namespace string `json:"tetherNamespace"`
+}
+
+// errNoState is the error of a command that needs the job's pod without
+// state: prepare_job did not run, or failed.
+var errNoState = errors.New("the input carries no state naming the job's pod: prepare_job did not run or did not succeed " +
+	"(the job needs a container: set container: in the workflow's job)")
+
+// podState returns the state's pod, or errNoState.
+func podState(s *State) (*State, error) {
+	if s == nil || s.Pod == "" || s.Namespace == "" {
+		return nil, errNoState
+	}
+	return s, nil
+}
