@@ -3,20 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tether-ci/tether/internal/gc"
 	"github.com/tether-ci/tether/internal/gccmd"
+	"github.com/tether-ci/tether/internal/testing/kubeconfigtest"
 )
 
 func TestGCCommandUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"stray"}, {"--bogus"}, {"-A", "-n", "x"}, {"-n", "x", "-l", "a in (b"}} {
 		var out, errb bytes.Buffer
 		dir := t.TempDir()
-		writeKubeconfig(t, filepath.Join(dir, "config"), "ctx", "ns")
+		kubeconfigtest.Write(t, filepath.Join(dir, "config"), "ctx", "ns")
 		args = append(args, "--kubeconfig", filepath.Join(dir, "config"))
 		if code := gcCmd(context.Background(), args, &out, &errb); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d; stderr %s", args, code, exitUsage, errb.String())
@@ -34,37 +34,12 @@ func TestGCCommandUsageErrors(t *testing.T) {
 // An unreachable apiserver is a failure (exit 1), not a silent success.
 func TestGCCommandUnreachableCluster(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config")
-	writeKubeconfig(t, path, "ctx", "ns") // server 127.0.0.1:1: connection refused
+	kubeconfigtest.Write(t, path, "ctx", "ns") // server 127.0.0.1:1: connection refused
 	var out, errb bytes.Buffer
 	if code := gcCmd(context.Background(), []string{"--kubeconfig", path}, &out, &errb); code != gccmd.ExitFailed {
 		t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, gccmd.ExitFailed, out.String(), errb.String())
 	}
 	if !strings.Contains(out.String(), "failed pod in namespace ns: list pods") || !strings.Contains(out.String(), "connection refused") {
 		t.Errorf("stdout:\n%s", out.String())
-	}
-}
-
-// writeKubeconfig writes a kubeconfig whose current context is current
-// (namespace ns) plus a context "second" (namespace ns-second), both
-// pointing at a closed port.
-func writeKubeconfig(t *testing.T, path, current, ns string) {
-	t.Helper()
-	cfg := `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}
-users:
-- name: u
-  user: {token: not-a-real-token}
-contexts:
-- name: ` + current + `
-  context: {cluster: c, user: u, namespace: "` + ns + `"}
-- name: second
-  context: {cluster: c, user: u, namespace: ns-second}
-current-context: ` + current + `
-`
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }

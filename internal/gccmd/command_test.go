@@ -1,7 +1,6 @@
 package gccmd
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/gc"
+	"github.com/tether-ci/tether/internal/testing/kubeconfigtest"
 )
 
 func TestGCFlags(t *testing.T) {
@@ -48,7 +48,7 @@ func TestGCFlags(t *testing.T) {
 func TestLoadKubeConfigNamespace(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config")
-	writeKubeconfig(t, path, "first", "ns-first")
+	kubeconfigtest.Write(t, path, "first", "ns-first")
 	t.Setenv("KUBECONFIG", path)
 	cfg, ns, err := LoadKubeConfig("", "")
 	if err != nil || ns != "ns-first" || cfg.Host != "https://127.0.0.1:1" {
@@ -58,36 +58,11 @@ func TestLoadKubeConfigNamespace(t *testing.T) {
 		t.Fatalf("--context second: ns %q err %v", ns, err)
 	}
 	other := filepath.Join(dir, "other")
-	writeKubeconfig(t, other, "o", "")
+	kubeconfigtest.Write(t, other, "o", "")
 	if _, ns, err = LoadKubeConfig(other, ""); err != nil || ns != "default" {
 		t.Fatalf("--kubeconfig without namespace: ns %q err %v", ns, err)
 	}
 	if _, _, err = LoadKubeConfig("", "missing"); err == nil {
 		t.Fatal("unknown context accepted")
-	}
-}
-
-// writeKubeconfig writes a kubeconfig whose current context is current
-// (namespace ns) plus a context "second" (namespace ns-second), both
-// pointing at a closed port.
-func writeKubeconfig(t *testing.T, path, current, ns string) {
-	t.Helper()
-	cfg := `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}
-users:
-- name: u
-  user: {token: not-a-real-token}
-contexts:
-- name: ` + current + `
-  context: {cluster: c, user: u, namespace: "` + ns + `"}
-- name: second
-  context: {cluster: c, user: u, namespace: ns-second}
-current-context: ` + current + `
-`
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,31 +1,14 @@
 package gccmd
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/tether-ci/tether/internal/testing/deps"
 )
 
 // Commands and integrations import this package, never the reverse: of
 // the project's packages it uses no command (cmd/...) and no integration
 // (integration/...).
 func TestDependencies(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	self := false
-	for _, pkg := range strings.Fields(string(out)) {
-		rest, ok := strings.CutPrefix(pkg, "github.com/tether-ci/tether/")
-		if !ok {
-			continue
-		}
-		self = self || rest == "internal/gccmd"
-		if strings.HasPrefix(rest, "cmd/") || strings.HasPrefix(rest, "integration/") {
-			t.Errorf("internal/gccmd depends on %s: it may use no command and no integration", pkg)
-		}
-	}
-	if !self {
-		t.Fatalf("go list did not list internal/gccmd itself:\n%s", out)
-	}
+	deps.Forbid(t, "internal/gccmd", "it may use no command and no integration", "cmd", "integration")
 }

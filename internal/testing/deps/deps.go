@@ -1,0 +1,54 @@
+// Package deps lets a package's tests check which of the project's own
+// packages it depends on (through `go list -deps`), so the layering
+// documented in docs/ARCHITECTURE.md (client → settings → integration →
+// commands) is kept by tests, not by review. Test-only.
+package deps
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Module is the project's module path with its trailing slash.
+const Module = "github.com/tether-ci/tether/"
+
+// Project returns the project's packages, as paths below Module, that the
+// packages pkgs (go list patterns, relative to the test's directory)
+// depend on, themselves included.
+func Project(t testing.TB, pkgs ...string) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, pkgs...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	got := map[string]bool{}
+	for _, pkg := range strings.Fields(string(out)) {
+		if rest, ok := strings.CutPrefix(pkg, Module); ok {
+			got[rest] = true
+		}
+	}
+	return got
+}
+
+// Forbid fails t for every project package the package in the test's
+// directory (self, its path below Module) depends on that is one of
+// forbidden or below one of them; rule says what the package may use,
+// for the failure message.
+func Forbid(t testing.TB, self, rule string, forbidden ...string) {
+	t.Helper()
+	got := Project(t, ".")
+	if !got[self] {
+		t.Fatalf("go list did not list %s itself (listed: %v)", self, got)
+	}
+	for pkg := range got {
+		if pkg == self {
+			continue
+		}
+		for _, f := range forbidden {
+			if pkg == f || strings.HasPrefix(pkg, f+"/") {
+				t.Errorf("%s depends on %s: %s", self, pkg, rule)
+			}
+		}
+	}
+}
