@@ -5,7 +5,6 @@ package e2e
 import (
 	"archive/zip"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -15,11 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/tether-ci/tether/internal/testing/gitlabcoord"
 )
@@ -59,53 +53,6 @@ func startCoordinator(t *testing.T) *gitlabcoord.Coordinator {
 	}
 	t.Cleanup(func() { _ = coord.Close() })
 	return coord
-}
-
-// cacheClaim makes the claim "cache" in ns, bound to a hostPath volume of
-// the test's own (as TestKubePVCPersistsBetweenJobs does), and returns the
-// node directory behind it.
-func cacheClaim(ctx context.Context, t *testing.T, c *Cluster, ns string) string {
-	t.Helper()
-	dir := t.TempDir()
-	const claim = "cache"
-	class := "tether-e2e-" + rand.String(6)
-	pvName := class + "-pv"
-	size := resource.MustParse("16Mi")
-	dirType := corev1.HostPathDirectory
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{E2ELabel: "true"}},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			StorageClassName:              class,
-			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: claim},
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &dirType}},
-		},
-	}
-	if _, err := c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create PersistentVolume %s: %v", pvName, err)
-	}
-	t.Cleanup(func() { deletePV(t, c, ns, claim, pvName) })
-	_, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: claim},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: &class,
-			VolumeName:       pvName,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create PersistentVolumeClaim %s: %v", claim, err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	c.WaitFor(wctx, t, "claim "+claim+" bound to "+pvName, func(ctx context.Context) (bool, error) {
-		got, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
-		return err == nil && got.Status.Phase == corev1.ClaimBound, err
-	})
-	return dir
 }
 
 // zipEntry returns the content of name in the zip archive data.
@@ -176,7 +123,7 @@ func TestGitLabStandInCache(t *testing.T) {
 	c := NewCluster(t)
 	ctx := t.Context()
 	ns := c.NewNamespace(t, "gitlab-cache")
-	dir := cacheClaim(ctx, t, c, ns)
+	dir := hostPathClaim(ctx, t, c, ns, "cache")
 	base := time.Now().UnixNano() % 1_000_000_000
 	job := func(id int64) *runnerStandIn {
 		return newRunnerStandInJob(t, c, ns, standInJob{

@@ -20,15 +20,48 @@ import (
 // TestKubePVCPersistsBetweenJobs: a file one job writes into a
 // PersistentVolumeClaim (--volume pvc:CLAIM:PATH) is there for the next
 // job. The claim is bound to a hostPath PersistentVolume of the test's own
-// (a unique name and storage class, pre-bound to the claim, a temporary
-// directory on the node), which the cleanup deletes.
+// (hostPathClaim).
 func TestKubePVCPersistsBetweenJobs(t *testing.T) {
 	c := NewCluster(t)
 	bin := buildTether(t)
 	ctx := t.Context()
 	ns := c.NewNamespace(t, "pvc")
-	dir := t.TempDir()
 	const claim = "cache"
+	dir := hostPathClaim(ctx, t, c, ns, claim)
+
+	paths := writeScripts(t, []string{"write.sh", "read.sh"}, map[string]string{
+		"write.sh": "echo 'written by job 1' > /cache/note && echo wrote\n",
+		"read.sh":  "cat /cache/note\n",
+	})
+	base := []string{"run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns, "--volume", "pvc:" + claim + ":/cache"}
+	res := runCLI(ctx, t, c, bin, append(base, paths[0])...)
+	t.Logf("job 1 stderr:\n%s", res.stderr)
+	if res.code != 0 || res.stdout != "wrote\n" {
+		t.Fatalf("job 1: exit code %d stdout %q; want 0 and wrote", res.code, res.stdout)
+	}
+	if strings.Contains(res.stderr, "skipped=") {
+		t.Fatalf("job 1 ran its only script, yet tether's summary lists skipped scripts")
+	}
+	res = runCLI(ctx, t, c, bin, append(base, paths[1])...)
+	t.Logf("job 2 stderr:\n%s", res.stderr)
+	if res.code != 0 || res.stdout != "written by job 1\n" {
+		t.Fatalf("job 2: exit code %d stdout %q; want 0 and job 1's file", res.code, res.stdout)
+	}
+	// The file is in the volume's directory on the node, not in a
+	// container's own filesystem.
+	if b, err := os.ReadFile(filepath.Join(dir, "note")); err != nil || string(b) != "written by job 1\n" {
+		t.Fatalf("the volume's directory holds %q (%v); want job 1's file", b, err)
+	}
+	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+}
+
+// hostPathClaim makes the PersistentVolumeClaim claim in ns, bound to a
+// hostPath PersistentVolume of the test's own (a unique name and storage
+// class, pre-bound to the claim, a temporary directory on the node), which
+// the test's cleanup deletes, and returns the node directory behind it.
+func hostPathClaim(ctx context.Context, t *testing.T, c *Cluster, ns, claim string) string {
+	t.Helper()
+	dir := t.TempDir()
 	class := "tether-e2e-" + rand.String(6)
 	pvName := class + "-pv"
 	size := resource.MustParse("16Mi")
@@ -63,36 +96,12 @@ func TestKubePVCPersistsBetweenJobs(t *testing.T) {
 		t.Fatalf("create PersistentVolumeClaim %s: %v", claim, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
 	c.WaitFor(wctx, t, "claim "+claim+" bound to "+pvName, func(ctx context.Context) (bool, error) {
 		got, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
 		return err == nil && got.Status.Phase == corev1.ClaimBound, err
 	})
-	cancel()
-
-	paths := writeScripts(t, []string{"write.sh", "read.sh"}, map[string]string{
-		"write.sh": "echo 'written by job 1' > /cache/note && echo wrote\n",
-		"read.sh":  "cat /cache/note\n",
-	})
-	base := []string{"run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns, "--volume", "pvc:" + claim + ":/cache"}
-	res := runCLI(ctx, t, c, bin, append(base, paths[0])...)
-	t.Logf("job 1 stderr:\n%s", res.stderr)
-	if res.code != 0 || res.stdout != "wrote\n" {
-		t.Fatalf("job 1: exit code %d stdout %q; want 0 and wrote", res.code, res.stdout)
-	}
-	if strings.Contains(res.stderr, "skipped=") {
-		t.Fatalf("job 1 ran its only script, yet tether's summary lists skipped scripts")
-	}
-	res = runCLI(ctx, t, c, bin, append(base, paths[1])...)
-	t.Logf("job 2 stderr:\n%s", res.stderr)
-	if res.code != 0 || res.stdout != "written by job 1\n" {
-		t.Fatalf("job 2: exit code %d stdout %q; want 0 and job 1's file", res.code, res.stdout)
-	}
-	// The file is in the volume's directory on the node, not in a
-	// container's own filesystem.
-	if b, err := os.ReadFile(filepath.Join(dir, "note")); err != nil || string(b) != "written by job 1\n" {
-		t.Fatalf("the volume's directory holds %q (%v); want job 1's file", b, err)
-	}
-	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+	return dir
 }
 
 // deletePV deletes claim in ns and then the PersistentVolume pvName, and
