@@ -100,7 +100,7 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 // prepareCreated waits for the created pod, probes it and writes the
 // response; a non-zero code means the pod must go.
 func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *State, args *PrepareJobArgs, responseFile string) int {
-	fmt.Fprintf(h.Stdout, "tether: pod %s/%s created (image %s); waiting for it to run\n", pod.Namespace, pod.Name, args.Container.Image)
+	fmt.Fprintf(h.Stdout, "tether: pod %s/%s created (image %s)\n", pod.Namespace, pod.Name, args.Container.Image)
 	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: h.Settings.PrepareTimeout, ScheduleTimeout: h.Settings.Pod.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
 			return h.fail("stopped while the job's pod was starting: %v", context.Cause(ctx))

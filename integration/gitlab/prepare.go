@@ -80,7 +80,7 @@ func Prepare(ctx context.Context, cfg *Settings, env Env, stdout io.Writer) int 
 	if err != nil {
 		return fail("cannot create the job's pod: %v%s", err, quotaAdvice(err))
 	}
-	fmt.Fprintf(stdout, "tether: pod %s/%s created (image %s); waiting for it to run\n", created.Namespace, created.Name, spec.Image)
+	fmt.Fprintf(stdout, "tether: pod %s/%s created (image %s)\n", created.Namespace, created.Name, spec.Image)
 	if err := created.WaitRunning(ctx, kube.WaitOptions{ScheduleTimeout: cfg.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
 			return fail("stopped while the job's pod was starting (%v: the job was cancelled, or prepare_exec_timeout passed); cleanup deletes the pod", context.Cause(ctx))
