@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tether-ci/tether/integration/actions"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
@@ -43,4 +44,14 @@ func mustStep(ctx context.Context, t *testing.T, r *actionsrunner.Runner, s acti
 		t.Fatalf("step %q: %v\nstdout %q\nstderr %s", s.Script, err, res.Stdout, res.Stderr)
 	}
 	return res
+}
+
+// cleanupLeavesNothing runs cleanup_job, fails the test unless it
+// succeeds, and waits until no object of Tether's is left in ns.
+func cleanupLeavesNothing(ctx context.Context, t *testing.T, c *Cluster, ns string, r *actionsrunner.Runner) {
+	t.Helper()
+	if res, err := r.CleanupJob(ctx); err != nil || res.ExitCode != 0 {
+		t.Fatalf("cleanup_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
+	}
+	waitNoTetherObjects(ctx, t, c, ns, 2*time.Minute)
 }
