@@ -1,13 +1,12 @@
 package actions
 
 import (
-	"fmt"
-
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // cluster is the API server connection of one command.
@@ -19,13 +18,9 @@ type cluster struct {
 
 // connect loads the Kubernetes configuration the settings name.
 func (h *Hook) connect() (*cluster, error) {
-	cfg, ns, err := kube.LoadConfig(kube.ConfigOptions{Kubeconfig: h.Settings.Kubeconfig, Namespace: h.Settings.Namespace})
+	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: h.Settings.Kubeconfig, Namespace: h.Settings.Namespace})
 	if err != nil {
 		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("build a Kubernetes client: %w", err)
 	}
 	return &cluster{cfg: cfg, cs: cs, namespace: ns}, nil
 }
