@@ -204,6 +204,9 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	} else {
 		inits = []corev1.Container{shimInitContainer(s.HelperImage, s.PullPolicy, s.PodSecurityContext)}
 	}
+	for _, c := range s.ImageCopies {
+		inits = append(inits, imageCopyContainer(c, s.PullPolicy, s.PodSecurityContext))
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: meta,
 		Spec: corev1.PodSpec{

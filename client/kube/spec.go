@@ -256,6 +256,10 @@ type Spec struct {
 	// volume and /tmp): a client attaches to it by name (Pod.Container) to
 	// run scripts on the same files. It gets no job variables (Spec.Env).
 	Helper *Helper
+	// ImageCopies are init containers that copy a directory out of an
+	// image into one of Volumes before the build container starts
+	// (imagecopy.go).
+	ImageCopies []ImageCopy
 	// PodPatch, when set, is applied to the built pod last (patch.go);
 	// host networking and any other pod field are reachable through it.
 	PodPatch *PodPatch
@@ -359,6 +363,9 @@ func (s Spec) withDefaults() (Spec, error) {
 	var err error
 	s.Services = slices.Clone(s.Services)
 	if err := s.validateShaping(); err != nil {
+		return s, err
+	}
+	if err := s.validateImageCopies(); err != nil {
 		return s, err
 	}
 	if s.PodSecurityContext, s.SecurityContext, err = s.securityDefaults(); err != nil {

@@ -202,6 +202,9 @@ func (w *waiter) assess(pod *corev1.Pod, now time.Time) (bool, error) {
 			return false, fmt.Errorf("init container %s of pod %s failed with exit code %d (%s%s): does image %s carry /tether-shim?",
 				c.Name, name, t.ExitCode, t.Reason, message(t.Message), c.Image)
 		}
+		if err := imageCopyFailure(name, c); err != nil {
+			return false, err
+		}
 	}
 	if objs := w.pod.imageObjs; objs != nil {
 		if err := imageVolumeFailure(objs.Pod, pod); err != nil {

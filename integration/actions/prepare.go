@@ -47,6 +47,15 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("%v", err)
 	}
+	var runner *corev1.Pod
+	if name := h.Getenv(EnvRunnerPodName); name != "" {
+		if runner, err = runnerPod(ctx, c, name); err != nil {
+			return h.fail("%v", err)
+		}
+	}
+	if err := addExternals(&spec, h.Getenv, runner); err != nil {
+		return h.fail("%v", err)
+	}
 	pullConfig, err := dockerConfig(&args)
 	if err != nil {
 		return h.fail("%v", err)
@@ -61,11 +70,8 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("cannot build the job's pod: %v", err)
 	}
-	if runner := h.Getenv(EnvRunnerPodName); runner != "" {
-		ref, err := runnerOwner(ctx, c, runner)
-		if err != nil {
-			return h.fail("%v", err)
-		}
+	if runner != nil {
+		ref := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: runner.Name, UID: runner.UID}
 		for _, p := range []*corev1.Pod{objs.Pod, objs.Fallback} {
 			if p != nil {
 				p.OwnerReferences = append(p.OwnerReferences, ref)
@@ -105,7 +111,7 @@ func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st 
 		if ctx.Err() != nil {
 			return h.fail("stopped while the job's pod was starting: %v", context.Cause(ctx))
 		}
-		return h.fail("the job's pod did not start: %v", err)
+		return h.fail("the job's pod did not start: %v%s", err, externalsHint(err))
 	}
 	alpine, err := probePod(ctx, h, c, pod, args.Container.WorkingDirectory)
 	if err != nil {
@@ -209,18 +215,18 @@ func imageAlias(image string) string {
 	return image
 }
 
-// runnerOwner is the ownerReference to the runner's pod, so the job pod
-// goes with it.
-func runnerOwner(ctx context.Context, c *cluster, name string) (metav1.OwnerReference, error) {
+// runnerPod reads the runner's pod: it becomes the job pod's owner, so the
+// job pod goes with it, and its image is the externals' default.
+func runnerPod(ctx context.Context, c *cluster, name string) (*corev1.Pod, error) {
 	p, err := c.cs.CoreV1().Pods(c.namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		advice := ""
 		if apierrors.IsNotFound(err) {
 			advice = fmt.Sprintf(" (%s names the runner's pod; the job pods are made in namespace %s, which must be the runner's)", EnvRunnerPodName, c.namespace)
 		}
-		return metav1.OwnerReference{}, fmt.Errorf("cannot read the runner's pod %s/%s to make it the job pod's owner: %w%s", c.namespace, name, err, advice)
+		return nil, fmt.Errorf("cannot read the runner's pod %s/%s to make it the job pod's owner: %w%s", c.namespace, name, err, advice)
 	}
-	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID}, nil
+	return p, nil
 }
 
 // probeScript makes the runner's directories in the job container and

@@ -39,6 +39,12 @@ type ResponseContainer struct {
 	Ports map[string]string `json:"ports"`
 }
 
+// StepResponse is what run_script_step may write: a state that replaces
+// the one the runner passes to later commands.
+type StepResponse struct {
+	State *State `json:"state"`
+}
+
 // WriteResponse writes v as the response file at path (the runner created
 // it empty and reads it after the hook exits 0).
 func WriteResponse(path string, v any) error {

@@ -8,6 +8,9 @@ type State struct {
 	// Pod and Namespace name the job's pod.
 	Pod       string `json:"tetherPod"`
 	Namespace string `json:"tetherNamespace"`
+	// Actions are the action directories (under ActionsDir) already
+	// delivered into the job container.
+	Actions []string `json:"tetherActions,omitempty"`
 }
 
 // errNoState is the error of a command that needs the job's pod without

@@ -36,7 +36,7 @@ func RunScriptStep(ctx context.Context, h *Hook, in *Input) int {
 	if runnerTemp == "" {
 		return h.fail("%s is not set: the runner sets it to its _work/_temp, where it writes the step's script", EnvRunnerTemp)
 	}
-	plan, err := planStep(&args, runnerTemp, h.warn)
+	plan, err := planStep(&args, runnerTemp, st.Actions, h.warn)
 	if err != nil {
 		return h.fail("run_script_step: %v", err)
 	}
@@ -70,6 +70,9 @@ func RunScriptStep(ctx context.Context, h *Hook, in *Input) int {
 	}
 	switch {
 	case res.ExitCode == 0:
+		if len(plan.actions) > 0 {
+			return recordActions(h, st, plan.actions, in.ResponseFile)
+		}
 		return 0
 	case res.ExitCode > 0 && res.ExitCode < 256:
 		return res.ExitCode
@@ -96,14 +99,19 @@ type fileCommand struct {
 type stepPlan struct {
 	job          client.Job
 	fileCommands []fileCommand
+	// actions are the action directories this step delivered (the job's
+	// State records them once the step succeeded).
+	actions []string
 }
 
 // planStep builds the step's job: every runner-host file the step needs
 // under TempDir (the script named in its arguments, the file-command
 // files) and the event payload are delivered as files, and a wrapper
 // script copies them into place, changes into the working directory,
-// exports the environment and PATH and execs the entry point.
-func planStep(args *ScriptStepArgs, runnerTemp string, warn func(string, ...any)) (*stepPlan, error) {
+// exports the environment and PATH and execs the entry point. The action
+// directories the step needs that are not in delivered (State.Actions) are
+// delivered too (actionDeliveries).
+func planStep(args *ScriptStepArgs, runnerTemp string, delivered []string, warn func(string, ...any)) (*stepPlan, error) {
 	if args.EntryPoint == "" {
 		return nil, errors.New("the step has no entryPoint")
 	}
@@ -164,6 +172,9 @@ func planStep(args *ScriptStepArgs, runnerTemp string, warn func(string, ...any)
 		deliver(WorkflowDir+"/event.json", b)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read the event payload: %w", err)
+	}
+	if err := deliverActions(plan, &w, args, argv, runnerTemp, delivered); err != nil {
+		return nil, err
 	}
 	if args.WorkingDirectory != "" {
 		fmt.Fprintf(&w, "cd %s || fail %s\n", shellQuote(args.WorkingDirectory),

@@ -41,7 +41,7 @@ func TestPlanStep(t *testing.T) {
 		PrependPath:      PathList{"/opt/b", "/opt/a"},
 		WorkingDirectory: "/__w/my repo/my repo",
 	}
-	plan, err := planStep(args, temp, func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) })
+	plan, err := planStep(args, temp, nil, func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) })
 	if err != nil {
 		t.Fatal(err)
 	}

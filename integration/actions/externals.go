@@ -1,0 +1,104 @@
+package actions
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// Settings of the runner's externals (node20, node20_alpine, ...) in the
+// job pod, read from the hook's environment at prepare_job.
+const (
+	// EnvExternalsImage is the image the externals are copied out of;
+	// default EnvRunnerImage, else the image of the runner pod's container
+	// named runnerContainer (else its first). ExternalsOff turns the copy
+	// off.
+	EnvExternalsImage = "TETHER_ACTIONS_EXTERNALS_IMAGE"
+	// EnvExternalsDir is the externals directory in that image; default
+	// DefaultExternalsDir.
+	EnvExternalsDir = "TETHER_ACTIONS_EXTERNALS_DIR"
+	// EnvRunnerImage is the runner's image as ARC sets it for the
+	// reference hook (its fs-init image).
+	EnvRunnerImage = "ACTIONS_RUNNER_IMAGE"
+	// ExternalsOff as EnvExternalsImage leaves the externals out (jobs with
+	// only run: steps start a little faster).
+	ExternalsOff = "none"
+	// DefaultExternalsDir is the externals directory in ARC's runner image.
+	DefaultExternalsDir = "/home/runner/externals"
+	// ExternalsDir is where the job container sees the externals (read
+	// only), as the runner translates them.
+	ExternalsDir = "/__e"
+)
+
+// runnerContainer is the name of the runner's container in ARC's runner
+// pods.
+const runnerContainer = "runner"
+
+// externalsVolume is the job pod's emptyDir that holds the externals.
+const externalsVolume = "actions-externals"
+
+// externalsImage is the image the externals come from: the setting, else
+// ACTIONS_RUNNER_IMAGE, else the runner pod's runner container's image;
+// "" when there is none or the setting is ExternalsOff.
+func externalsImage(getenv func(string) string, runner *corev1.Pod) string {
+	if v := strings.TrimSpace(getenv(EnvExternalsImage)); v != "" {
+		if v == ExternalsOff {
+			return ""
+		}
+		return v
+	}
+	if v := strings.TrimSpace(getenv(EnvRunnerImage)); v != "" {
+		return v
+	}
+	if runner == nil || len(runner.Spec.Containers) == 0 {
+		return ""
+	}
+	for _, c := range runner.Spec.Containers {
+		if c.Name == runnerContainer {
+			return c.Image
+		}
+	}
+	return runner.Spec.Containers[0].Image
+}
+
+// addExternals adds the externals' emptyDir to spec, mounted read-only at
+// ExternalsDir, and the init container that fills it from the image; it
+// does nothing without an image (externalsImage).
+func addExternals(spec *kube.Spec, getenv func(string) string, runner *corev1.Pod) error {
+	image := externalsImage(getenv, runner)
+	if image == "" {
+		return nil
+	}
+	dir := strings.TrimSpace(getenv(EnvExternalsDir))
+	if dir == "" {
+		dir = DefaultExternalsDir
+	}
+	if !strings.HasPrefix(dir, "/") {
+		return fmt.Errorf("%s=%q: want an absolute path in the image %s", EnvExternalsDir, dir, image)
+	}
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: externalsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	spec.VolumeMounts = append(spec.VolumeMounts, corev1.VolumeMount{Name: externalsVolume, MountPath: ExternalsDir, ReadOnly: true})
+	spec.ImageCopies = append(spec.ImageCopies, kube.ImageCopy{Name: "externals", Image: image, Dir: dir, Volume: externalsVolume})
+	return nil
+}
+
+// externalsAdvice is what a step that needs a missing external is told.
+func externalsAdvice(entryPoint string) string {
+	return fmt.Sprintf("%s is not in the job container: the runner's externals did not reach the pod. "+
+		"Set %s to an image that has the runner's externals directory (at %s, or say where with %s), "+
+		"or unset it if it is %q; by default they come from %s or the runner pod's image",
+		entryPoint, EnvExternalsImage, DefaultExternalsDir, EnvExternalsDir, ExternalsOff, EnvRunnerImage)
+}
+
+// externalsHint is the advice added to a pod start failure caused by the
+// externals' copy.
+func externalsHint(err error) string {
+	if !strings.Contains(err.Error(), kube.ImageCopyPrefix+"externals") {
+		return ""
+	}
+	return fmt.Sprintf(" (the runner's externals are copied out of %s's image, directory %s: fix them, or set %s=%s to go without JavaScript actions)",
+		EnvExternalsImage, EnvExternalsDir, EnvExternalsImage, ExternalsOff)
+}
