@@ -185,9 +185,14 @@ func planStep(args *ScriptStepArgs, runnerTemp string, delivered []string, warn 
 		names = append(names, k)
 	}
 	slices.Sort(names)
+	var viaEnv []string // names a shell cannot export (INPUT_FETCH-DEPTH): set by env(1)
 	for _, k := range names {
 		if !envName.MatchString(k) {
-			warn("the step's variable %q is not a valid shell variable name: it is not set", k)
+			if k == "" || k[0] == '-' || strings.ContainsAny(k, "=\x00") {
+				warn("the step's variable %q cannot be passed to a process: it is not set", k)
+			} else {
+				viaEnv = append(viaEnv, shellQuote(k+"="+args.EnvironmentVariables[k]))
+			}
 			continue
 		}
 		fmt.Fprintf(&w, "export %s=%s\n", k, shellQuote(args.EnvironmentVariables[k]))
@@ -195,7 +200,11 @@ func planStep(args *ScriptStepArgs, runnerTemp string, delivered []string, warn 
 	if len(args.PrependPath) > 0 {
 		fmt.Fprintf(&w, "export PATH=%s:\"$PATH\"\n", shellQuote(strings.Join(args.PrependPath, ":")))
 	}
-	w.WriteString("exec " + shellQuote(args.EntryPoint))
+	w.WriteString("exec ")
+	if len(viaEnv) > 0 {
+		w.WriteString("env " + strings.Join(viaEnv, " ") + " ")
+	}
+	w.WriteString(shellQuote(args.EntryPoint))
 	for _, a := range argv {
 		w.WriteString(" " + shellQuote(a))
 	}
