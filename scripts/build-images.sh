@@ -9,7 +9,12 @@
 #                        ghcr.io/tether-ci/tether-shim:TAG and
 #                        ghcr.io/tether-ci/tether:TAG. No daemon needed.
 #   busybox, bash, git,  test images for the e2e suite (localhost/tether/NAME:TAG),
-#   gitlab-helper, pause from images/NAME/Dockerfile (FROM scratch + COPY) as
+#   gitlab-helper, pause,
+#   actions-runner,      (actions-runner: busybox plus a Node.js 20 binary as the
+#   actions-job,         runner's externals; actions-job[-alpine]: busybox plus the
+#   actions-job-alpine   shared libraries that node loads, the -alpine one with
+#                        /etc/alpine-release)
+#                        from images/NAME/Dockerfile (FROM scratch + COPY) as
 #                        docker-archive tarballs. This script prepares the build
 #                        context under bin/images/ctx/NAME from Debian packages
 #                        (busybox-static, bash-static, git; gitlab-helper adds
@@ -31,7 +36,7 @@ tag="${TETHER_IMAGE_TAG:-dev}"
 cache="${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
 version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 out="${TETHER_IMAGE_OUT:-$root/bin/images}"
-all=(tether-shim tether busybox bash git gitlab-helper pause)
+all=(tether-shim tether busybox bash git gitlab-helper pause actions-runner actions-job actions-job-alpine)
 # The project's images and the platforms they are built for.
 oci_platforms=(linux/amd64 linux/arm64)
 names=("$@")
@@ -72,6 +77,30 @@ tether:x:65532:
 EOF
   mkdir -p "$dir/home/tether"
   chown 65532:65532 "$dir/home/tether"
+}
+
+# node20: the Node.js 20 binary the JavaScript-action test images carry
+# (TETHER_NODE20, else node on PATH), checked to be version 20.
+node20() {
+  local n="${TETHER_NODE20:-$(command -v node || true)}"
+  [ -n "$n" ] && [ -x "$n" ] || die "no Node.js 20 binary for the JavaScript-action test images: install nodejs 20 (NodeSource's nodejs package) or set TETHER_NODE20 to one"
+  case "$("$n" --version 2>/dev/null)" in
+    v20.*) ;;
+    *) die "$n is Node.js $("$n" --version 2>/dev/null || echo '?'), not 20: install nodejs 20 or set TETHER_NODE20 to a node 20 binary" ;;
+  esac
+  ! ldd "$n" 2>&1 | grep -q 'not found' || die "$n misses shared libraries (ldd): the test images need a node that loads only glibc and libstdc++"
+  readlink -f "$n"
+}
+
+# copy_libs ROOTFS BINARY...: the shared libraries the binaries load, and
+# the loader, where ldd finds them.
+copy_libs() {
+  local rootfs=$1 lib
+  shift
+  for lib in $(for b in "$@"; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u); do
+    mkdir -p "$rootfs$(dirname "$lib")"
+    cp -L "$lib" "$rootfs$lib"
+  done
 }
 
 # prepare NAME: fill bin/images/ctx/NAME with what images/NAME/Dockerfile copies.
@@ -118,6 +147,22 @@ prepare() {
       rm -rf "$out/ctx/git"
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/gitlab-runner-helper" ./test/gitlab-runner-helper
       cp images/gitlab-helper/gitlab-runner-build "$ctx/gitlab-runner-build"
+      ;;
+    actions-runner)
+      # The runner's externals as ARC's runner image has them; node20_alpine
+      # is the same (glibc) node, so a job on actions-job-alpine runs it.
+      local node ext="$ctx/rootfs/home/runner/externals"
+      node=$(node20)
+      busybox_rootfs "$ctx/rootfs"
+      mkdir -p "$ext/node20/bin" "$ext/node20_alpine/bin"
+      cp "$node" "$ext/node20/bin/node"
+      chmod 0755 "$ext/node20/bin/node"
+      ln -s ../../node20/bin/node "$ext/node20_alpine/bin/node"
+      ;;
+    actions-job|actions-job-alpine)
+      busybox_rootfs "$ctx/rootfs"
+      copy_libs "$ctx/rootfs" "$(node20)"
+      [ "$name" = actions-job ] || echo 3.20.0 >"$ctx/rootfs/etc/alpine-release"
       ;;
     pause)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/pause" ./images/pause
