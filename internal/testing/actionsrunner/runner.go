@@ -91,6 +91,9 @@ type Runner struct {
 
 	// State is the latest response's state (nil before prepare_job).
 	State json.RawMessage
+	// IsAlpine is prepare_job's answer: JavaScript actions run the
+	// externals' node20_alpine instead of node20 (nodeaction.go).
+	IsAlpine bool
 	// JobEnv is the job's env gathered from GITHUB_ENV.
 	JobEnv map[string]string
 	// PrependPath is the job's prepend path, oldest first (as the runner
@@ -285,6 +288,7 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 	if resp.IsAlpine == nil {
 		return res, errors.New("the response has no isAlpine: the runner fails the job (\"The property 'isAlpine' is required\")")
 	}
+	r.IsAlpine = *resp.IsAlpine
 	if len(resp.Context.Services) > len(services) {
 		return res, errors.New("the response names more services than the job has")
 	}
