@@ -33,16 +33,25 @@ type ImageCopy struct {
 	Dir string
 	// Volume is the pod volume (in Spec.Volumes) the contents land in.
 	Volume string
+	// Optional makes a Dir that Image does not have no error: the volume
+	// stays empty (a failed copy of a Dir that exists still fails).
+	Optional bool
 }
 
 // imageCopyMount is where an ImageCopy's init container mounts its volume.
 const imageCopyMount = "/mnt/tether-copy"
 
 // imageCopyScript copies $1 into $2 and checks the copy ($3 is the image,
-// for the messages).
-const imageCopyScript = `src=$1 dst=$2 img=$3
+// for the messages; $4 is "optional" for ImageCopy.Optional).
+const imageCopyScript = `src=$1 dst=$2 img=$3 optional=$4
 fail() { echo "tether: copying $src out of image $img: $1" >&2; exit 1; }
-[ -d "$src" ] || fail "$src is not a directory in the image"
+if [ ! -d "$src" ]; then
+	if [ "$optional" = optional ]; then
+		echo "tether: image $img has no directory $src: nothing copied"
+		exit 0
+	fi
+	fail "$src is not a directory in the image"
+fi
 cp -R "$src"/. "$dst"/ || fail "cp failed (is the volume full?)"
 if command -v diff >/dev/null 2>&1; then
 	diff -r "$src" "$dst" >/dev/null || fail "the copy differs from the original (diff -r)"
@@ -77,11 +86,15 @@ func (s Spec) validateImageCopies() error {
 
 // imageCopyContainer is c's init container.
 func imageCopyContainer(c ImageCopy, pull corev1.PullPolicy, podSC *corev1.PodSecurityContext) corev1.Container {
+	optional := "required"
+	if c.Optional {
+		optional = "optional"
+	}
 	return corev1.Container{
 		Name:                     ImageCopyPrefix + c.Name,
 		Image:                    c.Image,
 		ImagePullPolicy:          pull,
-		Command:                  []string{"/bin/sh", "-c", imageCopyScript, "sh", c.Dir, imageCopyMount, c.Image},
+		Command:                  []string{"/bin/sh", "-c", imageCopyScript, "sh", c.Dir, imageCopyMount, c.Image, optional},
 		VolumeMounts:             []corev1.VolumeMount{{Name: c.Volume, MountPath: imageCopyMount}},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          initSecurityContext(podSC),

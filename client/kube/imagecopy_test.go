@@ -12,9 +12,9 @@ import (
 
 // runImageCopy runs the copy script as the init container does, with
 // PATH limited to dirs.
-func runImageCopy(t *testing.T, src, dst, path string) (string, error) {
+func runImageCopy(t *testing.T, src, dst, path string, optional ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", imageCopyScript, "sh", src, dst, "img:1")
+	cmd := exec.Command("/bin/sh", append([]string{"-c", imageCopyScript, "sh", src, dst, "img:1"}, optional...)...)
 	cmd.Env = []string{"PATH=" + path}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -58,6 +58,11 @@ func TestImageCopyScript(t *testing.T) {
 	out, err := runImageCopy(t, filepath.Join(src, "gone"), t.TempDir(), os.Getenv("PATH"))
 	if err == nil || !strings.Contains(out, "copying "+filepath.Join(src, "gone")+" out of image img:1") {
 		t.Errorf("missing dir: %v: %s", err, out)
+	}
+	// Optional: a missing directory copies nothing and succeeds.
+	empty := t.TempDir()
+	if out, err := runImageCopy(t, filepath.Join(src, "gone"), empty, os.Getenv("PATH"), "optional"); err != nil || !strings.Contains(out, "nothing copied") {
+		t.Errorf("optional missing dir: %v: %s", err, out)
 	}
 	// A copy that cannot be written (the destination is a file) fails.
 	file := filepath.Join(t.TempDir(), "file")

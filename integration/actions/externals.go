@@ -42,46 +42,53 @@ const externalsVolume = "actions-externals"
 
 // externalsImage is the image the externals come from: the setting, else
 // ACTIONS_RUNNER_IMAGE, else the runner pod's runner container's image;
-// "" when there is none or the setting is ExternalsOff.
-func externalsImage(getenv func(string) string, runner *corev1.Pod) string {
+// "" when there is none or the setting is ExternalsOff. guessed is true
+// for the runner pod's image, which may keep its externals elsewhere (or
+// have none): a missing directory is then no error, the externals are just
+// not there.
+func externalsImage(getenv func(string) string, runner *corev1.Pod) (image string, guessed bool) {
 	if v := strings.TrimSpace(getenv(EnvExternalsImage)); v != "" {
 		if v == ExternalsOff {
-			return ""
+			return "", false
 		}
-		return v
+		return v, false
 	}
 	if v := strings.TrimSpace(getenv(EnvRunnerImage)); v != "" {
-		return v
+		return v, false
 	}
 	if runner == nil || len(runner.Spec.Containers) == 0 {
-		return ""
+		return "", false
 	}
 	for _, c := range runner.Spec.Containers {
 		if c.Name == runnerContainer {
-			return c.Image
+			return c.Image, true
 		}
 	}
-	return runner.Spec.Containers[0].Image
+	return runner.Spec.Containers[0].Image, true
 }
 
 // addExternals adds the externals' emptyDir to spec, mounted read-only at
 // ExternalsDir, and the init container that fills it from the image; it
-// does nothing without an image (externalsImage).
+// does nothing without an image (externalsImage). A directory missing from
+// an image named by a setting fails the pod; from the runner pod's image,
+// whose layout is only guessed, it leaves /__e empty.
 func addExternals(spec *kube.Spec, getenv func(string) string, runner *corev1.Pod) error {
-	image := externalsImage(getenv, runner)
+	image, guessed := externalsImage(getenv, runner)
 	if image == "" {
 		return nil
 	}
 	dir := strings.TrimSpace(getenv(EnvExternalsDir))
 	if dir == "" {
 		dir = DefaultExternalsDir
+	} else {
+		guessed = false
 	}
 	if !strings.HasPrefix(dir, "/") {
 		return fmt.Errorf("%s=%q: want an absolute path in the image %s", EnvExternalsDir, dir, image)
 	}
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: externalsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	spec.VolumeMounts = append(spec.VolumeMounts, corev1.VolumeMount{Name: externalsVolume, MountPath: ExternalsDir, ReadOnly: true})
-	spec.ImageCopies = append(spec.ImageCopies, kube.ImageCopy{Name: "externals", Image: image, Dir: dir, Volume: externalsVolume})
+	spec.ImageCopies = append(spec.ImageCopies, kube.ImageCopy{Name: "externals", Image: image, Dir: dir, Volume: externalsVolume, Optional: guessed})
 	return nil
 }
 

@@ -16,20 +16,26 @@ func TestExternalsImage(t *testing.T) {
 	runner := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "sidecar", Image: "side"}, {Name: "runner", Image: "arc-runner:2"}}}}
 	first := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "first"}}}}
 	for _, c := range []struct {
-		env    map[string]string
-		runner *corev1.Pod
-		want   string
+		env     map[string]string
+		runner  *corev1.Pod
+		want    string
+		guessed bool
 	}{
-		{map[string]string{EnvExternalsImage: "mine", EnvRunnerImage: "arc"}, runner, "mine"},
-		{map[string]string{EnvRunnerImage: "arc"}, runner, "arc"},
-		{nil, runner, "arc-runner:2"},
-		{nil, first, "first"},
-		{nil, nil, ""},
-		{map[string]string{EnvExternalsImage: "none", EnvRunnerImage: "arc"}, runner, ""},
+		{map[string]string{EnvExternalsImage: "mine", EnvRunnerImage: "arc"}, runner, "mine", false},
+		{map[string]string{EnvRunnerImage: "arc"}, runner, "arc", false},
+		{nil, runner, "arc-runner:2", true},
+		{nil, first, "first", true},
+		{nil, nil, "", false},
+		{map[string]string{EnvExternalsImage: "none", EnvRunnerImage: "arc"}, runner, "", false},
 	} {
-		if got := externalsImage(func(k string) string { return c.env[k] }, c.runner); got != c.want {
-			t.Errorf("env %v: %q, want %q", c.env, got, c.want)
+		if got, guessed := externalsImage(func(k string) string { return c.env[k] }, c.runner); got != c.want || guessed != c.guessed {
+			t.Errorf("env %v: %q (guessed %v), want %q (%v)", c.env, got, guessed, c.want, c.guessed)
 		}
+	}
+	// The runner pod's image: a missing directory is no error.
+	spec := kube.Spec{}
+	if err := addExternals(&spec, func(string) string { return "" }, runner); err != nil || len(spec.ImageCopies) != 1 || !spec.ImageCopies[0].Optional {
+		t.Errorf("the runner pod's image: %v, %+v", err, spec.ImageCopies)
 	}
 }
 
