@@ -12,8 +12,8 @@
 #   gitlab-helper, pause,
 #   actions-runner,      (actions-runner: busybox plus a Node.js 20 binary as the
 #   actions-job,         runner's externals; actions-job[-alpine]: busybox plus the
-#   actions-job-alpine   shared libraries that node loads, the -alpine one with
-#                        /etc/alpine-release)
+#   actions-job-alpine   shared libraries that node loads and bash, the -alpine
+#                        one with /etc/alpine-release)
 #                        from images/NAME/Dockerfile (FROM scratch + COPY) as
 #                        docker-archive tarballs. This script prepares the build
 #                        context under bin/images/ctx/NAME from Debian packages
@@ -160,7 +160,9 @@ prepare() {
       ln -s ../../node20/bin/node "$ext/node20_alpine/bin/node"
       ;;
     actions-job|actions-job-alpine)
-      busybox_rootfs "$ctx/rootfs"
+      prepare bash
+      mv "$out/ctx/bash/rootfs" "$ctx/rootfs"
+      rm -rf "$out/ctx/bash"
       copy_libs "$ctx/rootfs" "$(node20)"
       [ "$name" = actions-job ] || echo 3.20.0 >"$ctx/rootfs/etc/alpine-release"
       ;;

@@ -14,7 +14,7 @@ const ticks = parseInt(input('ticks') || '0', 10);
 process.stdout.write('js-action: part one, ');
 process.stdout.write(`part two: ${message}\n`);
 process.stderr.write(`js-action: on stderr: ${message}\n`);
-process.stdout.write(`js-action: node ${process.version} at ${process.execPath}, action path ${process.env.GITHUB_ACTION_PATH}\n`);
+process.stdout.write(`js-action: node ${process.version} at ${process.argv0}, action path ${process.env.GITHUB_ACTION_PATH}\n`);
 fs.appendFileSync(process.env.GITHUB_OUTPUT, `greeting=hello ${message}\n`);
 fs.appendFileSync(process.env.GITHUB_ENV, `JS_ACTION_MESSAGE=${message}\n`);
 fs.appendFileSync(process.env.GITHUB_STATE, `saved=${message}\n`);
