@@ -110,7 +110,7 @@ type stepPlan struct {
 // script copies them into place, changes into the working directory,
 // exports the environment and PATH and execs the entry point. The action
 // directories the step needs that are not in delivered (State.Actions) are
-// delivered too (actionDeliveries).
+// delivered too (deliverActions).
 func planStep(args *ScriptStepArgs, runnerTemp string, delivered []string, warn func(string, ...any)) (*stepPlan, error) {
 	if args.EntryPoint == "" {
 		return nil, errors.New("the step has no entryPoint")
