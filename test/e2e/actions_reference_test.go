@@ -251,14 +251,18 @@ func TestActionsReferenceRunScriptStep(t *testing.T) {
 		wantCode: -1,
 	}, {
 		// k8s "should shold have env variables available".
-		name:    "env variables available",
-		args:    func(string) map[string]any { return scriptArgs(r, env, []string{}, "bash", "-c", "'printf %s $NODE_ENV'") },
+		name: "env variables available",
+		args: func(string) map[string]any {
+			return scriptArgs(r, env, []string{}, "bash", "-c", "'printf %s $NODE_ENV'")
+		},
 		wantOut: "development",
 	}, {
 		// docker "Should have path variable changed in container with
 		// prepend path string": the string form of runners up to 2.293.
-		name:    "prepend path string",
-		args:    func(string) map[string]any { return scriptArgs(r, env, "/some/path", "/bin/bash", "-c", `'printf %s "$PATH"'`) },
+		name: "prepend path string",
+		args: func(string) map[string]any {
+			return scriptArgs(r, env, "/some/path", "/bin/bash", "-c", `'printf %s "$PATH"'`)
+		},
 		wantOut: "/some/path:",
 	}, {
 		// k8s and docker "Should have path variable changed in container
@@ -286,8 +290,10 @@ func TestActionsReferenceRunScriptStep(t *testing.T) {
 		wantOut: "Mona the Octocat\n",
 	}, {
 		// docker "Should confirm that CI and GITHUB_ACTIONS are set".
-		name:    "CI and GITHUB_ACTIONS set",
-		args:    func(string) map[string]any { return scriptArgs(r, env, []string{}, "/bin/bash", "-c", `'env | grep -E "^(CI|GITHUB_ACTIONS)=" | sort'`) },
+		name: "CI and GITHUB_ACTIONS set",
+		args: func(string) map[string]any {
+			return scriptArgs(r, env, []string{}, "/bin/bash", "-c", `'env | grep -E "^(CI|GITHUB_ACTIONS)=" | sort'`)
+		},
 		wantOut: "CI=true\nGITHUB_ACTIONS=true\n",
 	}, {
 		// Tether differs on purpose: the step's own exit code, where the
