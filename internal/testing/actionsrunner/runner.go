@@ -24,8 +24,14 @@
 //     (NAME=value and NAME<<DELIMITER heredocs) into the job's env,
 //     GITHUB_PATH lines into the prepend path (sent most recent first).
 //
-// It records the hook's stdout and stderr as raw bytes (the runner reads
-// them line by line into the step log; the tests check the bytes).
+//   - Handlers/Handler.cs (AddPrependPathToEnvironment) and
+//     ScriptHandler.cs: the hook's environment is the runner's with the
+//     job's prepend path before PATH, GITHUB_* and RUNNER_* with
+//     runner-host paths; its working directory the workspace.
+//
+// It records the hook's stdout and stderr as raw bytes, and also as the
+// runner's log shows them (StepLog: line by line, workflow commands
+// interpreted, secrets masked).
 package actionsrunner
 
 import (
@@ -100,6 +106,9 @@ type Runner struct {
 	Outputs map[string]string
 	// Summary is the last step's GITHUB_STEP_SUMMARY content.
 	Summary []byte
+	// Log is the job's log as the runner shows the hook's output (each
+	// invocation's stdout, then its stderr), masks included.
+	Log StepLog
 
 	suffix string
 }
@@ -110,6 +119,8 @@ type Result struct {
 	Stdout, Stderr []byte
 	// Response is the response file's content ("" none).
 	Response string
+	// Log are the lines of this invocation in the runner's log (StepLog).
+	Log []string
 }
 
 // New makes a runner directory under root with the _work layout the
@@ -132,7 +143,9 @@ func New(root, launcher, repo string, env []string) (*Runner, error) {
 	}
 	r.Env = append(slices.Clone(env),
 		"RUNNER_TEMP="+r.Temp, "RUNNER_WORKSPACE="+filepath.Join(r.Work, repo),
-		"GITHUB_WORKSPACE="+filepath.Join(r.Work, repo, repo), "GITHUB_ACTIONS=true", "CI=true")
+		"GITHUB_WORKSPACE="+filepath.Join(r.Work, repo, repo), "GITHUB_ACTIONS=true", "CI=true",
+		"GITHUB_EVENT_PATH="+filepath.Join(r.Temp, "_github_workflow", "event.json"),
+		"RUNNER_TOOL_CACHE="+filepath.Join(r.Work, "_tool"))
 	return r, nil
 }
 
@@ -160,11 +173,11 @@ func (r *Runner) Invoke(ctx context.Context, command string, args any) (Result, 
 	if state == nil {
 		state = json.RawMessage("null")
 	}
-	input, err := json.Marshal(map[string]any{"command": command, "responseFile": resp, "args": args, "state": state})
+	input, err := marshalInput(command, resp, args, state)
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := r.Start(ctx, append(input, '\n'))
+	res, err := r.Start(ctx, input)
 	if err != nil || res.ExitCode != 0 {
 		return res, err
 	}
@@ -190,7 +203,7 @@ func (r *Runner) Invoke(ctx context.Context, command string, args any) (Result, 
 // closes it, and waits for it; ctx's end cancels it the runner's way.
 func (r *Runner) Start(ctx context.Context, input []byte) (Result, error) {
 	cmd := exec.Command("bash", "-e", r.Launcher)
-	cmd.Env = r.Env
+	cmd.Env = r.hookEnv()
 	cmd.Dir = filepath.Join(r.Work, r.Repo, r.Repo)
 	cmd.Stdin = bytes.NewReader(input)
 	var stdout, stderr bytes.Buffer
@@ -216,6 +229,10 @@ func (r *Runner) Start(ctx context.Context, input []byte) (Result, error) {
 		err = cancel(cmd, done)
 	}
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: cmd.ProcessState.ExitCode()}
+	n := len(r.Log.Lines)
+	r.Log.Add(res.Stdout)
+	r.Log.Add(res.Stderr)
+	res.Log = slices.Clone(r.Log.Lines[n:])
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		return res, err
