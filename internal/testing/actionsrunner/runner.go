@@ -3,21 +3,25 @@
 //
 // It follows actions/runner's source for everything it sends, runs and
 // expects:
+//
 //   - src/Runner.Worker/Container/ContainerHooks/ContainerHookManager.cs:
 //     the response file (_work/_temp/_runner_hook_responses/<guid>.json,
 //     created empty before the hook starts, read after exit 0 and
 //     deleted), the state carried from one response to the next
 //     command, isAlpine required when the job has a container, services
 //     matched by position;
+//
 //   - HookInput.cs and HookResponse.cs: the input's camelCase shape with
 //     nulls, entryPointArgs split on single spaces, the response read
 //     case-insensitively (an empty file is no response);
+//
 //   - src/Runner.Sdk/ProcessInvoker.cs and Handlers/ScriptHandler.cs,
 //     ScriptHandlerHelpers.cs: a .sh hook run as `bash -e <path>` with
 //     one JSON line on stdin, then stdin closed; a cancel sends SIGINT,
 //     waits 7.5 s, SIGTERM, waits 2.5 s, then SIGKILLs the process group;
 //     a `run:` step's script written into the runner's own _work/_temp
 //     and run as `bash --noprofile --norc -e -o pipefail <path>`;
+//
 //   - FileCommandManager.cs: fresh empty file-command files before each
 //     step (set_env_, add_path_, set_output_, save_state_,
 //     step_summary_ + a new guid), processed after it: GITHUB_ENV
