@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -327,6 +328,19 @@ func TestActionsReferenceRunScriptStep(t *testing.T) {
 			}
 		})
 	}
+	// What the runner's log shows of a step (the stand-in's StepLog: line
+	// by line, workflow commands interpreted, masks applied): the step's
+	// lines only, nothing of the hook's own, the secret masked.
+	t.Run("step log", func(t *testing.T) {
+		res := mustStep(ctx, t, r, actionsrunner.Step{Script: `echo "::add-mask::tok3n-value"
+echo "the tok3n-value here"
+echo "::warning::careful"
+printf 'caf\303\251 \377\r\nlast'`})
+		want := []string{"the *** here", "##[warning]careful", "café \ufffd", "last"}
+		if res.ExitCode != 0 || !slices.Equal(res.Log, want) {
+			t.Errorf("exit %d, log %q, want %q; stderr %s", res.ExitCode, res.Log, want, res.Stderr)
+		}
+	})
 	cleanupLeavesNothing(ctx, t, c, ns, r)
 }
 

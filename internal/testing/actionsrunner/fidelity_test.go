@@ -95,3 +95,26 @@ esac
 		t.Errorf("job log %q", r.Log.Lines)
 	}
 }
+
+// A response whose state is not an object fails, as the runner's
+// HookResponse.State (a JObject) cannot hold it.
+func TestResponseStateMustBeObject(t *testing.T) {
+	dir := t.TempDir()
+	launcher := filepath.Join(dir, "hook.sh")
+	script := `in=$(cat)
+printf '{"state":"pod-1"}' > "$(printf '%s' "$in" | sed 's/.*"responseFile":"\([^"]*\)".*/\1/')"
+`
+	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CleanupJob(context.Background()); err == nil || !strings.Contains(err.Error(), "not an object") {
+		t.Errorf("a string state: %v", err)
+	}
+	if r.State != nil {
+		t.Errorf("state kept: %s", r.State)
+	}
+}

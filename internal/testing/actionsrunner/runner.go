@@ -198,6 +198,11 @@ func (r *Runner) Invoke(ctx context.Context, command string, args any) (Result, 
 		return res, fmt.Errorf("the response file is not JSON: %w", err)
 	}
 	if len(parsed.State) > 0 && string(parsed.State) != "null" {
+		// HookResponse.cs: State is a JObject; anything else fails the
+		// job when Newtonsoft.Json reads the response.
+		if parsed.State[0] != '{' {
+			return res, fmt.Errorf("the response's state is not an object: %s", parsed.State)
+		}
 		r.State = parsed.State
 	}
 	return res, nil
