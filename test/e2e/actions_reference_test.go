@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -328,6 +329,26 @@ func TestActionsReferenceRunScriptStep(t *testing.T) {
 			}
 		})
 	}
+	// k8s/tests/k8s-utils-test.ts "should escape double quote, dollar and
+	// backslash in environment variable values" (values arrive verbatim)
+	// and "should throw if environment variable name contains double
+	// quote" (also =, single quote, dollar): Tether differs on purpose,
+	// such a name cannot be a shell variable, so it is left out with a
+	// warning in the step's log and the step runs with the others.
+	t.Run("variable values verbatim, bad names left out", func(t *testing.T) {
+		value := `a"b$c\d'e` + "`x`"
+		res := invokeStep(ctx, t, r, scriptArgs(r, map[string]string{
+			"VALUE": value, `BAD"NAME`: "1", "BAD=NAME": "2", "BAD'NAME": "3", "BAD$NAME": "4",
+		}, []string{}, "bash", "-c", `'printf %s "$VALUE"'`))
+		if res.ExitCode != 0 || string(res.Stdout) != value {
+			t.Errorf("exit %d, stdout %q, want %q; stderr %s", res.ExitCode, res.Stdout, value, res.Stderr)
+		}
+		for _, name := range []string{`BAD"NAME`, "BAD=NAME", "BAD'NAME", "BAD$NAME"} {
+			if !strings.Contains(string(res.Stderr), strconv.Quote(name)) {
+				t.Errorf("no warning naming %s: stderr %s", name, res.Stderr)
+			}
+		}
+	})
 	// What the runner's log shows of a step (the stand-in's StepLog: line
 	// by line, workflow commands interpreted, masks applied): the step's
 	// lines only, nothing of the hook's own, the secret masked.
@@ -384,4 +405,38 @@ func TestActionsReferenceCleanupJob(t *testing.T) {
 	if res, err := r.CleanupJob(ctx); err != nil || res.ExitCode != 0 {
 		t.Errorf("a second cleanup_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
 	}
+}
+
+// TestActionsReferenceNonRootJobContainer is k8s/tests/prepare-job-test.ts
+// "should prepare job with container with non-root user": the job
+// container runs as user 1001 (the reference uses an image whose USER is
+// 1001; the node holds no such image, so the pod's securityContext sets
+// it through TETHER_ACTIONS_CONFIG's pod-patch). prepare_job succeeds and
+// a step can write the workspace, HOME and the file-command files.
+func TestActionsReferenceNonRootJobContainer(t *testing.T) {
+	c := NewCluster(t)
+	ns := c.NewNamespace(t, "actions-ref-user")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	patch, config := filepath.Join(dir, "patch.yaml"), filepath.Join(dir, "pod.yaml")
+	if err := os.WriteFile(patch, []byte("spec:\n  securityContext:\n    runAsUser: 1001\n    runAsGroup: 1001\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(config, []byte("pod-patch: "+patch+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newActionsRunner(t, c, ns, actions.EnvConfig+"="+config)
+	resp := referencePrepare(ctx, t, r, examplePrepareArgs(r, BashImage, nil, nil))
+	if resp.Context.Container == nil {
+		t.Fatalf("no context.container")
+	}
+	res := mustStep(ctx, t, r, actionsrunner.Step{Script: `id -u
+echo data > file.txt && cat file.txt
+touch "$HOME/.marker"
+echo "WHO=$(id -u)" >> "$GITHUB_ENV"`})
+	if res.ExitCode != 0 || string(res.Stdout) != "1001\ndata\n" || r.JobEnv["WHO"] != "1001" {
+		t.Errorf("step as user 1001: exit %d, stdout %q, GITHUB_ENV %q, stderr %s", res.ExitCode, res.Stdout, r.JobEnv, res.Stderr)
+	}
+	cleanupLeavesNothing(ctx, t, c, ns, r)
 }
