@@ -118,3 +118,68 @@ printf '{"state":"pod-1"}' > "$(printf '%s' "$in" | sed 's/.*"responseFile":"\([
 		t.Errorf("state kept: %s", r.State)
 	}
 }
+
+// prepare_job's response is checked as ContainerHookManager.cs reads it:
+// a null context is fine, null services or a service without ports fail.
+func TestPrepareResponseChecks(t *testing.T) {
+	for _, tc := range []struct{ response, wantErr string }{
+		{`{"isAlpine":false}`, ""},
+		{`{"isAlpine":false,"context":null}`, ""},
+		{`{"isAlpine":false,"context":{"container":{"id":"x"}}}`, ""},
+		{`{"isAlpine":false,"context":{"services":[]}}`, ""},
+		{`{"context":{"services":[]}}`, "isAlpine"},
+		{`{"isAlpine":false,"context":{"services":null}}`, "services is null"},
+		{`{"isAlpine":false,"context":{"services":[{"ports":null}]}}`, "more services"},
+	} {
+		dir := t.TempDir()
+		launcher := filepath.Join(dir, "hook.sh")
+		script := "in=$(cat)\nprintf '%s' '" + tc.response + "' > \"$(printf '%s' \"$in\" | sed 's/.*\"responseFile\":\"\\([^\"]*\\)\".*/\\1/')\"\n"
+		if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.PrepareJob(context.Background(), "busybox", nil, nil)
+		switch {
+		case res.ExitCode != 0:
+			t.Fatalf("%s: exit %d, stderr %s", tc.response, res.ExitCode, res.Stderr)
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.response, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: %v, want an error with %q", tc.response, err, tc.wantErr)
+		}
+	}
+	// A service's ports null fails even when the count matches.
+	dir := t.TempDir()
+	launcher := filepath.Join(dir, "hook.sh")
+	script := "in=$(cat)\nprintf '%s' '{\"isAlpine\":true,\"context\":{\"services\":[{\"ports\":null}]}}' > \"$(printf '%s' \"$in\" | sed 's/.*\"responseFile\":\"\\([^\"]*\\)\".*/\\1/')\"\n"
+	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PrepareJob(context.Background(), "busybox", nil, []map[string]any{Container("redis", nil, nil)}); err == nil || !strings.Contains(err.Error(), "no ports object") {
+		t.Errorf("a service with null ports: %v", err)
+	}
+}
+
+// A hook a signal ended exits 128 + the signal, as .NET reports it.
+func TestExitCodeOfSignal(t *testing.T) {
+	dir := t.TempDir()
+	launcher := filepath.Join(dir, "hook.sh")
+	if err := os.WriteFile(launcher, []byte("cat >/dev/null\nkill -TERM $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.CleanupJob(context.Background())
+	if err != nil || res.ExitCode != 128+15 {
+		t.Errorf("exit %d (%v), want 143", res.ExitCode, err)
+	}
+}

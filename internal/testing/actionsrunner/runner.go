@@ -237,7 +237,7 @@ func (r *Runner) Start(ctx context.Context, input []byte) (Result, error) {
 		}
 		err = cancel(cmd, done)
 	}
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: cmd.ProcessState.ExitCode()}
+	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: exitCode(cmd.ProcessState)}
 	n := len(r.Log.Lines)
 	r.Log.Add(res.Stdout)
 	r.Log.Add(res.Stderr)
@@ -301,8 +301,8 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 	}
 	var resp struct {
 		IsAlpine *bool
-		Context  struct {
-			Services []struct{ Ports map[string]string }
+		Context  *struct {
+			Services json.RawMessage
 		}
 	}
 	if err := json.Unmarshal([]byte(res.Response), &resp); err != nil {
@@ -311,10 +311,24 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 	if resp.IsAlpine == nil {
 		return res, errors.New("the response has no isAlpine: the runner fails the job (\"The property 'isAlpine' is required\")")
 	}
-	if len(resp.Context.Services) > len(services) {
+	if resp.Context == nil {
+		return res, nil
+	}
+	// ContainerHookManager.cs UpdateJobContext: a context's services
+	// (absent: an empty list) are counted and each one's ports iterated.
+	if string(resp.Context.Services) == "null" {
+		return res, errors.New("the response's context.services is null: the runner fails the job (NullReferenceException)")
+	}
+	var svcs []struct{ Ports map[string]string }
+	if len(resp.Context.Services) > 0 {
+		if err := json.Unmarshal(resp.Context.Services, &svcs); err != nil {
+			return res, fmt.Errorf("the response's context.services: %w", err)
+		}
+	}
+	if len(svcs) > len(services) {
 		return res, errors.New("the response names more services than the job has")
 	}
-	for i, s := range resp.Context.Services {
+	for i, s := range svcs {
 		if s.Ports == nil {
 			return res, fmt.Errorf("service %d of the response has no ports object", i)
 		}

@@ -1,10 +1,15 @@
 package actionsrunner
 
+// What the runner hands the hook process and reads from it besides the
+// response file: stdin, environment, exit code.
+
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // marshalInput is the hook's stdin: one JSON line, then "\n"
@@ -50,4 +55,14 @@ func (r *Runner) hookEnv() []string {
 		}
 	}
 	return append(env, "PATH="+path)
+}
+
+// exitCode is the hook's exit code as the runner sees it: .NET's
+// Process.ExitCode on Unix is 128 + the signal for a process a signal
+// ended (where Go reports -1).
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
 }
