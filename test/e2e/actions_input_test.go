@@ -4,17 +4,20 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
 // TestActionsMalformedInput covers the bad input TestActionsBadInput does
 // not: each is a clear error on stderr (the step's log), a non-zero exit,
 // and nothing left in the cluster. The runner itself never sends these;
-// a hook must not guess at them.
+// a hook must not guess at them. Last, a responseFile that cannot be
+// written after the pod was made.
 func TestActionsMalformedInput(t *testing.T) {
 	c := NewCluster(t)
 	ns := c.NewNamespace(t, "actions-input")
@@ -51,5 +54,23 @@ func TestActionsMalformedInput(t *testing.T) {
 			}
 		})
 	}
+	// A responseFile the hook cannot write (its directory is gone): the
+	// pod prepare_job made is deleted before the hook exits non-zero.
+	t.Run("response file cannot be written", func(t *testing.T) {
+		job := actionsrunner.Container(BashImage, map[string]string{"HOME": "/github/home"}, nil)
+		job["workingDirectory"] = r.Workspace()
+		in, err := json.Marshal(map[string]any{"command": actions.CommandPrepareJob, "responseFile": r.Temp + "/no-such-dir/resp.json",
+			"args": map[string]any{"container": job, "services": []any{}}, "state": nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Start(ctx, append(in, '\n'))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "write the response file") {
+			t.Errorf("exit %d, stderr %q; want non-zero and the response file named", res.ExitCode, res.Stderr)
+		}
+	})
 	waitNoTetherObjects(ctx, t, c, ns, time.Minute)
 }
