@@ -374,11 +374,16 @@ func (r *Runner) RunScript(ctx context.Context, s Step) (Result, error) {
 	}
 	prepend := slices.Clone(r.PrependPath)
 	slices.Reverse(prepend)
-	// ScriptHandlerHelpers.cs's bash format, split on single spaces as
-	// HookInput.cs does.
+	// ScriptHandlerHelpers.cs's bash format, split on single spaces with
+	// each piece trimmed and empty pieces kept, as ContainerHookManager.cs
+	// RunScriptStepAsync does.
 	argString := "--noprofile --norc -e -o pipefail " + containerTemp + "/" + name
+	var argList []string
+	for _, a := range strings.Split(argString, " ") {
+		argList = append(argList, strings.TrimSpace(a))
+	}
 	args := map[string]any{
-		"entryPoint": "bash", "entryPointArgs": strings.Split(argString, " "),
+		"entryPoint": "bash", "entryPointArgs": argList,
 		"environmentVariables": env, "prependPath": prepend, "workingDirectory": wd,
 	}
 	res, err := r.Invoke(ctx, "run_script_step", args)
