@@ -113,6 +113,7 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, arg
 		if err != nil {
 			return "", h.fail("run_container_step: %v", err)
 		}
+		step.container.ImagePullPolicy = h.Settings.PullPolicy
 		for _, jc := range p.Spec.Containers {
 			if jc.Name == kube.BuildContainer && jc.SecurityContext != nil {
 				step.container.SecurityContext = jc.SecurityContext.DeepCopy()
