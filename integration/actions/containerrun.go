@@ -69,7 +69,7 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("run_container_step: %v", err)
 	}
-	from, err := deliverFiles(ctx, h, c, pod, files)
+	from, err := deliverFiles(ctx, h, c, pod, files, stepLinks(wsSub))
 	if err != nil {
 		return h.fail("cannot deliver the step's files into the job's pod %s/%s: %v", st.Namespace, st.Pod, err)
 	}
@@ -78,7 +78,7 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 			return h.fail("%v", err)
 		}
 	}
-	name, code := startContainerStep(ctx, h, c, st, &args, wsSub)
+	name, code := startContainerStep(ctx, h, c, st, &args)
 	if name == "" {
 		return code
 	}
@@ -100,7 +100,7 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 // startContainerStep creates the step's env Secret and adds its ephemeral
 // container to the pod. It returns the container's name, or "" and the
 // hook's exit code when it failed (its Secret is then deleted again).
-func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, args *Container, wsSub string) (string, int) {
+func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, args *Container) (string, int) {
 	pods := c.cs.CoreV1().Pods(st.Namespace)
 	for attempt := 0; ; attempt++ {
 		p, err := pods.Get(ctx, st.Pod, metav1.GetOptions{})
@@ -109,7 +109,7 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, arg
 		}
 		name := nextStepName(p)
 		secret := st.Pod + "-" + name + stepEnvSecretSuffix
-		step, err := buildContainerStep(args, name, wsSub, secret, h.warn)
+		step, err := buildContainerStep(args, name, secret, h.warn)
 		if err != nil {
 			return "", h.fail("run_container_step: %v", err)
 		}
@@ -337,16 +337,16 @@ func cutDir(p, dir string) (string, bool) {
 	return rel, true
 }
 
-// deliverFiles writes files into the job container through its shim and
-// returns the shim's stream offset after it (where the next job's output
+// deliverFiles writes files and makes links in the job container
+// through its shim and returns the shim's stream offset after it (where the next job's output
 // starts).
-func deliverFiles(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, files []deliveredFile) (int64, error) {
+func deliverFiles(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, files []deliveredFile, links [][2]string) (int64, error) {
 	log := h.logger()
 	from, err := client.StreamEnd(ctx, c.transport(h, pod), 0, client.Options{Logger: log})
 	if err != nil {
 		return 0, fmt.Errorf("cannot reach the job container: %w", err)
 	}
-	job := deliveryJob("deliver-"+strconv.FormatInt(time.Now().UnixNano(), 36), files)
+	job := deliveryJob("deliver-"+strconv.FormatInt(time.Now().UnixNano(), 36), files, links)
 	var out lockedBuffer
 	res, err := client.Run(ctx, c.transport(h, pod), job,
 		client.Options{Output: &out, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})

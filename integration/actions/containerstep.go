@@ -48,12 +48,12 @@ var errDockerfile = errors.New("the container action is built from a Dockerfile,
 // buildContainerStep builds the ephemeral container named name that runs
 // a container step: the step's image; its entry point as the command (else
 // the image's own ENTRYPOINT) and its arguments shell-split as the
-// runner's; the job pod's volumes mounted where the runner's docker
-// container step has them (the workspace at StepWorkspace, wsSub naming
-// it inside the work volume); working directory StepWorkspace; the env
-// through the Secret secretName (never in the pod spec). Variables whose
-// names a Secret cannot hold are reported through warn and left out.
-func buildContainerStep(args *Container, name, wsSub, secretName string, warn func(string, ...any)) (*containerStep, error) {
+// runner's; the job pod's volumes mounted where the job container has
+// them (stepLinks make the /github paths of the runner's docker container
+// step); working directory StepWorkspace; the env through the Secret
+// secretName (never in the pod spec). Variables whose names a Secret
+// cannot hold are reported through warn and left out.
+func buildContainerStep(args *Container, name, secretName string, warn func(string, ...any)) (*containerStep, error) {
 	if args.Image == "" {
 		if args.Dockerfile != "" {
 			return nil, errDockerfile
@@ -63,9 +63,6 @@ func buildContainerStep(args *Container, name, wsSub, secretName string, warn fu
 	argv, err := splitArgs(args.EntryPointArgs)
 	if err != nil {
 		return nil, err
-	}
-	if err := checkSubPath(wsSub); err != nil {
-		return nil, fmt.Errorf("the workspace: %w", err)
 	}
 	wd := args.WorkingDirectory
 	if wd == "" {
@@ -77,13 +74,16 @@ func buildContainerStep(args *Container, name, wsSub, secretName string, warn fu
 	ctr := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: name, Image: args.Image, Args: argv, WorkingDir: wd,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		// Kubernetes forbids subPath mounts in ephemeral containers: the
+		// pod's volumes are mounted whole where the job container has
+		// them, and stepLinks point the /github paths into them.
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: workVolume, MountPath: StepWorkspace, SubPath: wsSub},
-			{Name: workVolume, MountPath: StepFileCommandsDir, SubPath: "_temp/_runner_file_commands"},
-			{Name: workVolume, MountPath: StepRunnerTemp, SubPath: "_temp"},
-			{Name: githubVolume, MountPath: HomeDir, SubPath: "home"},
-			{Name: githubVolume, MountPath: WorkflowDir, SubPath: "workflow"},
+			{Name: workVolume, MountPath: WorkDir},
+			{Name: githubVolume, MountPath: GitHubDir},
 		},
+		// The shell's pwd shows the working directory, not the link's
+		// target.
+		Env: []corev1.EnvVar{{Name: "PWD", Value: wd}},
 	}}
 	if args.EntryPoint != "" {
 		ctr.Command = []string{args.EntryPoint}
@@ -106,6 +106,17 @@ func buildContainerStep(args *Container, name, wsSub, secretName string, warn fu
 			LocalObjectReference: corev1.LocalObjectReference{Name: secretName}}}}
 	}
 	return step, nil
+}
+
+// stepLinks are the symbolic links in the pod's /github volume that give
+// a container step the runner's paths (ContainerActionHandler.cs): link →
+// target in the work volume. wsSub is the workspace inside it.
+func stepLinks(wsSub string) [][2]string {
+	return [][2]string{
+		{StepWorkspace, WorkDir + "/" + wsSub},
+		{StepFileCommandsDir, FileCommandsDir},
+		{StepRunnerTemp, TempDir},
+	}
 }
 
 // checkSubPath refuses a subPath that is empty, absolute or leaves its

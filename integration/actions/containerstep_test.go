@@ -40,7 +40,7 @@ func stepArgs() *Container {
 func TestBuildContainerStep(t *testing.T) {
 	var warnings []string
 	warn := func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) }
-	step, err := buildContainerStep(stepArgs(), "step-3", "repo/repo", "pod-step-3-env", warn)
+	step, err := buildContainerStep(stepArgs(), "step-3", "pod-step-3-env", warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestBuildContainerStep(t *testing.T) {
 	if want := []string{"hello world", "it's", ""}; !reflect.DeepEqual(c.Args, want) {
 		t.Fatalf("args %q, want %q", c.Args, want)
 	}
-	if len(c.Env) != 0 {
+	if len(c.Env) != 1 || c.Env[0].Name != "PWD" || c.Env[0].Value != StepWorkspace {
 		t.Fatalf("the env is in the pod spec: %v", c.Env)
 	}
 	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "pod-step-3-env" {
@@ -66,19 +66,29 @@ func TestBuildContainerStep(t *testing.T) {
 	if len(warnings) != 1 || !strings.Contains(warnings[0], `"bad name"`) {
 		t.Fatalf("warnings %q", warnings)
 	}
+	// Whole volumes (Kubernetes forbids subPath in ephemeral containers)
+	// where the job container has them; links make the /github paths.
 	mounts := map[string]string{}
 	for _, m := range c.VolumeMounts {
-		mounts[m.MountPath] = m.Name + ":" + m.SubPath
+		if m.SubPath != "" {
+			t.Fatalf("mount %+v has a subPath", m)
+		}
+		mounts[m.MountPath] = m.Name
 	}
-	want := map[string]string{
-		StepWorkspace:       workVolume + ":repo/repo",
-		StepFileCommandsDir: workVolume + ":_temp/_runner_file_commands",
-		StepRunnerTemp:      workVolume + ":_temp",
-		HomeDir:             githubVolume + ":home",
-		WorkflowDir:         githubVolume + ":workflow",
-	}
-	if !reflect.DeepEqual(mounts, want) {
+	if want := map[string]string{WorkDir: workVolume, GitHubDir: githubVolume}; !reflect.DeepEqual(mounts, want) {
 		t.Fatalf("mounts %v, want %v", mounts, want)
+	}
+	links := map[string]string{}
+	for _, l := range stepLinks("repo/repo") {
+		links[l[0]] = l[1]
+	}
+	wantLinks := map[string]string{
+		StepWorkspace:       "/__w/repo/repo",
+		StepFileCommandsDir: "/__w/_temp/_runner_file_commands",
+		StepRunnerTemp:      "/__w/_temp",
+	}
+	if !reflect.DeepEqual(links, wantLinks) {
+		t.Fatalf("links %v, want %v", links, wantLinks)
 	}
 }
 
@@ -87,36 +97,31 @@ func TestBuildContainerStep(t *testing.T) {
 // means no Secret.
 func TestBuildContainerStepImageEntrypoint(t *testing.T) {
 	args := &Container{Image: "x", EntryPointArgs: []string{"a", "b"}}
-	step, err := buildContainerStep(args, "step-1", "r/r", "s", func(string, ...any) {})
+	step, err := buildContainerStep(args, "step-1", "s", func(string, ...any) {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if step.container.Command != nil || !reflect.DeepEqual(step.container.Args, []string{"a", "b"}) {
 		t.Fatalf("command %q args %q", step.container.Command, step.container.Args)
 	}
-	if step.container.EnvFrom != nil || len(step.env) != 0 || step.container.WorkingDir != StepWorkspace {
+	if step.container.EnvFrom != nil || len(step.env) != 0 || step.container.WorkingDir != StepWorkspace || len(step.container.Env) != 1 {
 		t.Fatalf("envFrom %v env %v workingDir %q", step.container.EnvFrom, step.env, step.container.WorkingDir)
 	}
 }
 
-// A Dockerfile action, a step without image, broken quoting, a workspace
-// outside _work are refused with the reason.
+// A Dockerfile action, a step without image, broken quoting are refused
+// with the reason.
 func TestBuildContainerStepErrors(t *testing.T) {
 	nop := func(string, ...any) {}
-	_, err := buildContainerStep(&Container{Dockerfile: "/r/_work/_actions/o/a/v1/Dockerfile"}, "step-1", "r/r", "s", nop)
+	_, err := buildContainerStep(&Container{Dockerfile: "/r/_work/_actions/o/a/v1/Dockerfile"}, "step-1", "s", nop)
 	if !errors.Is(err, errDockerfile) || !strings.Contains(err.Error(), "docker://") {
 		t.Fatalf("a Dockerfile step: %v", err)
 	}
-	if _, err := buildContainerStep(&Container{}, "step-1", "r/r", "s", nop); err == nil {
+	if _, err := buildContainerStep(&Container{}, "step-1", "s", nop); err == nil {
 		t.Fatal("a step without image was accepted")
 	}
-	if _, err := buildContainerStep(&Container{Image: "x", EntryPointArgs: []string{`"open`}}, "step-1", "r/r", "s", nop); err == nil {
+	if _, err := buildContainerStep(&Container{Image: "x", EntryPointArgs: []string{`"open`}}, "step-1", "s", nop); err == nil {
 		t.Fatal("an unterminated quote was accepted")
-	}
-	for _, sub := range []string{"", "/abs", "../up", "a/../../b", "."} {
-		if _, err := buildContainerStep(&Container{Image: "x"}, "step-1", sub, "s", nop); err == nil {
-			t.Fatalf("workspace subPath %q was accepted", sub)
-		}
 	}
 }
 
@@ -131,7 +136,7 @@ func TestWorkspaceSubPath(t *testing.T) {
 	if err != nil || got != "a/b" {
 		t.Fatalf("from GITHUB_WORKSPACE: %q, %v", got, err)
 	}
-	for _, ws := range []string{"", "/elsewhere/a/a", "/r/_work"} {
+	for _, ws := range []string{"", "/elsewhere/a/a", "/r/_work", "/r/_work/_temp/.."} {
 		if _, err := workspaceSubPath(&Container{}, ws, "/r/_work/_temp"); err == nil {
 			t.Fatalf("workspace %q was accepted", ws)
 		}
@@ -193,8 +198,11 @@ func TestContainerStepFiles(t *testing.T) {
 			t.Fatalf("copied back to %s", c.host)
 		}
 	}
-	job := deliveryJob("d", files)
+	job := deliveryJob("d", files, stepLinks("r/r"))
 	script := string(job.Files[len(job.Files)-1].Content)
+	if !strings.Contains(script, "ln -sfn '/__w/r/r' '"+StepWorkspace+"'") {
+		t.Fatalf("the delivery script does not link the workspace:\n%s", script)
+	}
 	if !strings.Contains(script, "chmod a+rw '"+FileCommandsDir+"/set_output_1'") || strings.Contains(script, "chmod a+rw '"+WorkflowDir) {
 		t.Fatalf("the delivery script does not share the file-command files only:\n%s", script)
 	}

@@ -22,8 +22,10 @@ type deliveredFile struct {
 }
 
 // deliveryJob is a job of the job container's shim that writes files to
-// their container paths (making their directories).
-func deliveryJob(id string, files []deliveredFile) client.Job {
+// their container paths (making their directories) and makes the
+// symbolic links links (link → target; an existing link is replaced, a
+// directory in the way fails).
+func deliveryJob(id string, files []deliveredFile, links [][2]string) client.Job {
 	job := client.Job{ID: id}
 	var w strings.Builder
 	w.WriteString("#!/bin/sh\n# tether actions: deliver a step's files\n")
@@ -36,6 +38,11 @@ func deliveryJob(id string, files []deliveredFile) client.Job {
 		if f.shared {
 			fmt.Fprintf(&w, "chmod a+rw %s || fail %s\n", shellQuote(f.container), shellQuote("cannot share "+f.container))
 		}
+	}
+	for _, l := range links {
+		link, target := shellQuote(l[0]), shellQuote(l[1])
+		fmt.Fprintf(&w, "if [ -d %s ] && [ ! -L %s ]; then fail %s; fi\n", link, link, shellQuote(l[0]+" is a directory, not a link"))
+		fmt.Fprintf(&w, "mkdir -p %s && ln -sfn %s %s || fail %s\n", target, target, link, shellQuote("cannot link "+l[0]+" to "+l[1]))
 	}
 	script := kube.FilesDir + "/deliver.sh"
 	job.Files = append(job.Files, client.File{Path: script, Content: []byte(w.String()), Mode: 0o700})
