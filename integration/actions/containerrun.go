@@ -73,6 +73,12 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("cannot deliver the step's files into the job's pod %s/%s: %v", st.Namespace, st.Pod, err)
 	}
+	// Until the step ended; stopped before the file commands are read
+	// through the shim, so no other client is on it then.
+	awake, stopAwake := context.WithCancel(ctx)
+	awakeDone := make(chan struct{})
+	go func() { defer close(awakeDone); keepShimAwake(awake, h, c, pod, from) }()
+	defer func() { stopAwake(); <-awakeDone }()
 	if args.Registry != nil && (args.Registry.Username != "" || args.Registry.Password != "") {
 		if err := addStepCredentials(ctx, h, c, st, args.Registry); err != nil {
 			return h.fail("%v", err)
@@ -86,6 +92,8 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 	// the step, whatever its end.
 	defer deleteStepSecret(ctx, h, c, st.Namespace, st.Pod+"-"+name+stepEnvSecretSuffix)
 	code = followContainerStep(ctx, h, c, st, name)
+	stopAwake()
+	<-awakeDone
 	if code < 0 {
 		return h.fail("the step was cancelled (%v); %s", context.Cause(ctx), errUnstoppable)
 	}

@@ -64,7 +64,9 @@ func TestActionsContainerStep(t *testing.T) {
 	ns := c.NewNamespace(t, "actions-cstep")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	r := newActionsRunner(t, c, ns)
+	// A short idle timeout: a container step runs beside the shim, and
+	// the hook must keep the shim from ending the pod under a long one.
+	r := newActionsRunner(t, c, ns, actions.EnvIdleTimeout+"=8s")
 	if res, err := r.PrepareJob(ctx, BashImage, nil, nil); err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
 	}
@@ -101,7 +103,7 @@ func TestActionsContainerStep(t *testing.T) {
 		t.Fatalf("%d ephemeral containers, want 1", n)
 	}
 	ec := pod.Spec.EphemeralContainers[0]
-	if len(ec.Env) != 0 || len(ec.EnvFrom) != 1 || ec.EnvFrom[0].SecretRef == nil {
+	if len(ec.Env) != 1 || ec.Env[0].Name != "PWD" || len(ec.EnvFrom) != 1 || ec.EnvFrom[0].SecretRef == nil {
 		t.Fatalf("the step's env is not (only) in a Secret: env %v envFrom %+v", ec.Env, ec.EnvFrom)
 	}
 	spec, _ := json.Marshal(pod.Spec)
@@ -114,6 +116,12 @@ func TestActionsContainerStep(t *testing.T) {
 	after := mustStep(ctx, t, r, actionsrunner.Step{Script: "cat after.txt"})
 	if string(after.Stdout) != "made-by-container\n" || after.ExitCode != 0 {
 		t.Fatalf("the next script step does not see the container step's file: exit %d, %q; stderr %s", after.ExitCode, after.Stdout, after.Stderr)
+	}
+
+	// A step longer than the idle timeout: the pod stays.
+	res, err = r.RunContainer(ctx, actionsrunner.ContainerStep{Image: BusyboxImage, EntryPoint: "sh", Args: []string{"-c", "sleep 20; echo awake"}})
+	if err != nil || res.ExitCode != 0 || string(res.Stdout) != "awake\n" {
+		t.Fatalf("a step longer than the idle timeout: %v, exit %d, stdout %q, stderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
 
 	// No runs.entrypoint: the image's own ENTRYPOINT runs with the args.
@@ -151,6 +159,27 @@ func TestActionsContainerStep(t *testing.T) {
 	}
 	if res.ExitCode != 1 || !strings.Contains(string(res.Stderr), "Dockerfile") || !strings.Contains(string(res.Stderr), "docker://") {
 		t.Fatalf("a Dockerfile action: exit %d, stderr %s", res.ExitCode, res.Stderr)
+	}
+
+	// A cancel (SIGINT) ends the hook at once, non-zero, saying that the
+	// container runs on (Kubernetes cannot stop an ephemeral container).
+	out := &safeBuffer{}
+	r.Tee = out
+	stepCtx, stop := context.WithCancel(ctx)
+	go func() {
+		for !strings.Contains(string(out.Bytes()), "started") && stepCtx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		stop()
+	}()
+	res, err = r.RunContainer(stepCtx, actionsrunner.ContainerStep{Image: BusyboxImage, EntryPoint: "sh", Args: []string{"-c", "echo started; sleep 600"}})
+	stop()
+	r.Tee = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "cancelled") || !strings.Contains(string(res.Stderr), "cannot be stopped") {
+		t.Fatalf("a cancelled container step: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	cleanupLeavesNothing(ctx, t, c, ns, r)
 }
