@@ -158,7 +158,8 @@ func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, na
 		budget = client.DefaultReconnectTimeout
 	}
 	cur := &logCursor{out: h.Stdout}
-	lastOK := time.Now()
+	lastOK := time.Now() // the pod was last read
+	logOK := lastOK      // the log was last read to its end
 	reconnects := 0
 	final := false
 	started := false
@@ -216,11 +217,11 @@ func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, na
 			if !final {
 				reconnects++
 			}
-			if time.Since(lastOK) > budget {
+			if time.Since(logOK) > budget {
 				return h.fail("the step's outcome is unknown, so it failed: its log could not be read for %v: %v", budget, err)
 			}
 		default:
-			lastOK = time.Now()
+			logOK = time.Now()
 		}
 		sleep(ctx, pollInterval)
 	}
