@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/integration/actions"
@@ -67,6 +68,7 @@ func TestActionsContainerStep(t *testing.T) {
 	// A short idle timeout: a container step runs beside the shim, and
 	// the hook must keep the shim from ending the pod under a long one.
 	r := newActionsRunner(t, c, ns, actions.EnvIdleTimeout+"=8s")
+	r.JobRegistry = map[string]string{"username": "ci", "password": "job-token", "serverUrl": "job.example.com"}
 	if res, err := r.PrepareJob(ctx, BashImage, nil, nil); err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
 	}
@@ -125,7 +127,9 @@ func TestActionsContainerStep(t *testing.T) {
 	}
 
 	// No runs.entrypoint: the image's own ENTRYPOINT runs with the args.
-	res, err = r.RunContainer(ctx, actionsrunner.ContainerStep{Image: ActionImage, Args: []string{"hello there", `say "hi"`}})
+	// Its registry credentials join the job pod's pull Secret.
+	res, err = r.RunContainer(ctx, actionsrunner.ContainerStep{Image: ActionImage, Args: []string{"hello there", `say "hi"`},
+		Registry: map[string]string{"username": "u", "password": "step-token", "serverUrl": "step.example.com"}})
 	if err != nil {
 		t.Fatalf("run_container_step: %v\nstderr %s", err, res.Stderr)
 	}
@@ -134,6 +138,13 @@ func TestActionsContainerStep(t *testing.T) {
 	}
 	if r.Outputs["entrypoint"] != "hello there" {
 		t.Fatalf("outputs %v", r.Outputs)
+	}
+	pull, err := c.Client.CoreV1().Secrets(ns).Get(ctx, st.TetherPod+"-pull", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := string(pull.Data[corev1.DockerConfigJsonKey]); !strings.Contains(cfg, `"job.example.com"`) || !strings.Contains(cfg, `"step.example.com":{"auth":"dTpzdGVwLXRva2Vu"`) {
+		t.Fatalf("the pull Secret after a step with credentials: %s", cfg)
 	}
 
 	// An image that cannot be pulled fails with the kubelet's reason.
