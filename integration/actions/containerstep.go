@@ -89,6 +89,9 @@ func buildContainerStep(args *Container, name, secretName string, warn func(stri
 		ctr.Command = []string{args.EntryPoint}
 	}
 	step := &containerStep{container: ctr, env: map[string][]byte{}}
+	for k, v := range runnerContainerEnv() {
+		step.env[k] = []byte(v)
+	}
 	names := make([]string, 0, len(args.EnvironmentVariables))
 	for k := range args.EnvironmentVariables {
 		names = append(names, k)

@@ -60,7 +60,8 @@ func TestBuildContainerStep(t *testing.T) {
 	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "pod-step-3-env" {
 		t.Fatalf("envFrom %+v", c.EnvFrom)
 	}
-	if string(step.env["INPUT_WHO"]) != "me & you" || string(step.env["HOME"]) != "/github/home" || len(step.env) != 3 {
+	if string(step.env["INPUT_WHO"]) != "me & you" || string(step.env["HOME"]) != "/github/home" ||
+		string(step.env["CI"]) != "true" || string(step.env["GITHUB_ACTIONS"]) != "true" || len(step.env) != 5 {
 		t.Fatalf("secret data %q", step.env)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], `"bad name"`) {
@@ -93,8 +94,9 @@ func TestBuildContainerStep(t *testing.T) {
 }
 
 // A null entryPoint leaves the command unset: the image's ENTRYPOINT runs
-// with the arguments (docker's semantics, which Kubernetes keeps). No env
-// means no Secret.
+// with the arguments (docker's semantics, which Kubernetes keeps). Without
+// env of its own the step still gets the runner's GITHUB_ACTIONS and CI,
+// through the Secret.
 func TestBuildContainerStepImageEntrypoint(t *testing.T) {
 	args := &Container{Image: "x", EntryPointArgs: []string{"a", "b"}}
 	step, err := buildContainerStep(args, "step-1", "s", func(string, ...any) {})
@@ -104,7 +106,7 @@ func TestBuildContainerStepImageEntrypoint(t *testing.T) {
 	if step.container.Command != nil || !reflect.DeepEqual(step.container.Args, []string{"a", "b"}) {
 		t.Fatalf("command %q args %q", step.container.Command, step.container.Args)
 	}
-	if step.container.EnvFrom != nil || len(step.env) != 0 || step.container.WorkingDir != StepWorkspace || len(step.container.Env) != 1 {
+	if len(step.container.EnvFrom) != 1 || len(step.env) != 2 || step.container.WorkingDir != StepWorkspace || len(step.container.Env) != 1 {
 		t.Fatalf("envFrom %v env %v workingDir %q", step.container.EnvFrom, step.env, step.container.WorkingDir)
 	}
 }
@@ -216,5 +218,18 @@ func TestMergeAuths(t *testing.T) {
 	}
 	if !strings.Contains(string(got), `"a.io":{"auth":"x"}`) || !strings.Contains(string(got), `"b.io":{`) || !strings.Contains(string(got), `"dTpw"`) {
 		t.Fatalf("merged %s", got)
+	}
+}
+
+// The step's own CI wins over the runner's default, as the runner's
+// docker containers keep a CI the container's env sets.
+func TestBuildContainerStepOwnCIWins(t *testing.T) {
+	args := &Container{Image: "x", EnvironmentVariables: map[string]string{"CI": "false"}}
+	step, err := buildContainerStep(args, "step-1", "s", func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(step.env["CI"]) != "false" || string(step.env["GITHUB_ACTIONS"]) != "true" {
+		t.Fatalf("env %q: want the step's CI=false and GITHUB_ACTIONS=true", step.env)
 	}
 }

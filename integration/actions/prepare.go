@@ -134,7 +134,7 @@ func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kub
 	spec := kube.Spec{
 		Namespace: namespace, Image: ctr.Image, HelperImage: s.HelperImage, Serve: true,
 		PullPolicy: s.PullPolicy, Timeout: s.JobTimeout, IdleTimeout: s.IdleTimeout,
-		Env: map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"},
+		Env: runnerContainerEnv(),
 	}
 	if err := s.Pod.ApplyTo(&spec); err != nil {
 		return spec, fmt.Errorf("%s: %w", EnvConfig, err)
@@ -169,10 +169,7 @@ func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kub
 		if svc.Image == "" {
 			return spec, fmt.Errorf("service %d has no image", i)
 		}
-		// The runner gives every container it starts, services too,
-		// GITHUB_ACTIONS=true and CI=true unless the container's env sets
-		// CI (actions/runner DockerCommandManager.cs, DockerCreate).
-		ks := kube.Service{Image: svc.Image, Env: map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"}}
+		ks := kube.Service{Image: svc.Image, Env: runnerContainerEnv()}
 		if svc.EntryPoint != "" {
 			ks.Command = []string{svc.EntryPoint}
 		}
