@@ -261,7 +261,9 @@ func checkShaped(before, after *corev1.Pod, what string) error {
 		return fmt.Errorf("%s changes spec.activeDeadlineSeconds: it may only lower the pod's deadline (%d s, the job timeout %s and a margin)", what, *b, EnvJobTimeout)
 	}
 	for _, ef := range before.Spec.Containers[0].EnvFrom {
-		if !slices.ContainsFunc(after.Spec.Containers[0].EnvFrom, func(x corev1.EnvFromSource) bool { return x.SecretRef != nil && ef.SecretRef != nil && x.SecretRef.Name == ef.SecretRef.Name }) {
+		if !slices.ContainsFunc(after.Spec.Containers[0].EnvFrom, func(x corev1.EnvFromSource) bool {
+			return x.SecretRef != nil && ef.SecretRef != nil && x.SecretRef.Name == ef.SecretRef.Name
+		}) {
 			return fmt.Errorf("%s changes the job container's envFrom: the job's variables come from Tether's Secret %s", what, ef.SecretRef.Name)
 		}
 	}
