@@ -76,8 +76,9 @@ func parseCreateOptions(opts string) (*createOptions, error) {
 			return nil, fmt.Errorf("%q is not a flag: createOptions holds only docker create flags (an image or command goes elsewhere in the workflow)", w)
 		}
 		name, value, hasValue := strings.Cut(w, "=")
-		if !strings.HasPrefix(name, "--") && len(name) > 2 && !hasValue {
-			name, value, hasValue = name[:2], name[2:], true // -m512m
+		if !strings.HasPrefix(w, "--") && len(w) > 2 {
+			// -m512m, -eKEY=VALUE, -e=KEY=VALUE
+			name, value, hasValue = w[:2], strings.TrimPrefix(w[2:], "="), true
 		}
 		if long, ok := shortFlags[name]; ok {
 			name = long

@@ -158,6 +158,11 @@ func (t *podTemplate) apply(pod *corev1.Pod, services map[string]string, warn fu
 		switch k {
 		case "containers":
 		case "volumes":
+			for _, v := range t.spec.Spec.Volumes {
+				if slices.ContainsFunc(pod.Spec.Volumes, func(x corev1.Volume) bool { return x.Name == v.Name }) {
+					return fmt.Errorf("spec.volumes[%s]: the pod already has a volume of that name (Tether's own, a setting's or a workflow volume's)", v.Name)
+				}
+			}
 			var vols []json.RawMessage
 			if err := json.Unmarshal(spec["volumes"], &vols); err != nil && spec["volumes"] != nil {
 				return fmt.Errorf("the pod's volumes: %w", err)
