@@ -59,7 +59,7 @@ func envOf(c *corev1.Container) map[string]string {
 func TestCreateOptionsShapeThePod(t *testing.T) {
 	args := &PrepareJobArgs{
 		Container: &Container{Image: "busybox", CreateOptions: "--cpus 2 --memory 1g --user 1000 --hostname builder -w /src -e OPT=1 --shm-size 1g --entrypoint /x"},
-		Services: []Container{{Image: "postgres:16", CreateOptions: `--health-cmd "pg_isready" --health-interval 1s --health-retries 5 -e POSTGRES_PASSWORD=pw --cap-add NET_ADMIN --hostname db`}},
+		Services:  []Container{{Image: "postgres:16", CreateOptions: `--health-cmd "pg_isready" --health-interval 1s --health-retries 5 -e POSTGRES_PASSWORD=pw --cap-add NET_ADMIN --hostname db`}},
 	}
 	pod, warnings, err := shapedPod(t, args, "")
 	if err != nil {
