@@ -9,11 +9,13 @@
 #                        ghcr.io/tether-ci/tether-shim:TAG and
 #                        ghcr.io/tether-ci/tether:TAG. No daemon needed.
 #   busybox, bash, git,  test images for the e2e suite (localhost/tether/NAME:TAG),
-#   gitlab-helper, pause from images/NAME/Dockerfile (FROM scratch + COPY) as
+#   gitlab-helper, pause,
+#   action               from images/NAME/Dockerfile (FROM scratch + COPY) as
 #                        docker-archive tarballs. This script prepares the build
 #                        context under bin/images/ctx/NAME from Debian packages
 #                        (busybox-static, bash-static, git; gitlab-helper adds
-#                        the test double test/gitlab-runner-helper) and builds with
+#                        the test double test/gitlab-runner-helper; action adds
+#                        images/action/entrypoint.sh as its ENTRYPOINT) and builds with
 #                        podman (its own vfs storage under the cache directory,
 #                        so it never disturbs another podman user) or, without
 #                        podman, a working docker.
@@ -31,7 +33,7 @@ tag="${TETHER_IMAGE_TAG:-dev}"
 cache="${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
 version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 out="${TETHER_IMAGE_OUT:-$root/bin/images}"
-all=(tether-shim tether busybox bash git gitlab-helper pause)
+all=(tether-shim tether busybox bash git gitlab-helper pause action)
 # The project's images and the platforms they are built for.
 oci_platforms=(linux/amd64 linux/arm64)
 names=("$@")
@@ -118,6 +120,10 @@ prepare() {
       rm -rf "$out/ctx/git"
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/gitlab-runner-helper" ./test/gitlab-runner-helper
       cp images/gitlab-helper/gitlab-runner-build "$ctx/gitlab-runner-build"
+      ;;
+    action)
+      busybox_rootfs "$ctx/rootfs"
+      cp images/action/entrypoint.sh "$ctx/entrypoint.sh"
       ;;
     pause)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/pause" ./images/pause

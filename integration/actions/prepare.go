@@ -179,7 +179,10 @@ func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kub
 		if svc.Image == "" {
 			return spec, fmt.Errorf("service %d has no image", i)
 		}
-		ks := kube.Service{Image: svc.Image, Env: map[string]string{}}
+		// The runner gives every container it starts, services too,
+		// GITHUB_ACTIONS=true and CI=true unless the container's env sets
+		// CI (actions/runner DockerCommandManager.cs, DockerCreate).
+		ks := kube.Service{Image: svc.Image, Env: map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"}}
 		if svc.EntryPoint != "" {
 			ks.Command = []string{svc.EntryPoint}
 		}
