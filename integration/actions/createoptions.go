@@ -277,18 +277,24 @@ func cmpDuration(d, def time.Duration) time.Duration {
 	return def
 }
 
-// applyContainer puts the container-level options onto c: limits, user,
-// privileged, capabilities, working directory and variables.
+// applyContainer puts the container-level options onto c: limits (a
+// request above one is lowered to it), user, privileged, capabilities and
+// working directory.
 func (o *createOptions) applyContainer(c *corev1.Container) {
 	if o.CPU != nil || o.Memory != nil {
 		if c.Resources.Limits == nil {
 			c.Resources.Limits = corev1.ResourceList{}
 		}
-		if o.CPU != nil {
-			c.Resources.Limits[corev1.ResourceCPU] = *o.CPU
-		}
-		if o.Memory != nil {
-			c.Resources.Limits[corev1.ResourceMemory] = *o.Memory
+		for name, q := range map[corev1.ResourceName]*resource.Quantity{corev1.ResourceCPU: o.CPU, corev1.ResourceMemory: o.Memory} {
+			if q == nil {
+				continue
+			}
+			c.Resources.Limits[name] = *q
+			// A request above the new limit (from the settings) would
+			// make the pod invalid: the limit lowers it.
+			if r, ok := c.Resources.Requests[name]; ok && r.Cmp(*q) > 0 {
+				c.Resources.Requests[name] = *q
+			}
 		}
 	}
 	if o.User != nil || o.Group != nil || o.Privileged || len(o.CapAdd)+len(o.CapDrop) > 0 {

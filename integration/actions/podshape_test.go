@@ -159,3 +159,39 @@ func TestNamedVolumeNames(t *testing.T) {
 		t.Errorf("names %q and %q: want distinct DNS labels", a, b)
 	}
 }
+
+// The workflow's options win over the settings (TETHER_ACTIONS_CONFIG):
+// a lower memory limit lowers the settings' request with it.
+func TestCreateOptionsOverSettings(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(cfg, []byte("memory: 2Gi\ncpu: 500m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := SettingsFromEnv(func(k string) string { return map[string]string{EnvConfig: cfg}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := &PrepareJobArgs{Container: &Container{Image: "b", CreateOptions: "--memory 512m"}}
+	shape, err := planShape(args, "", func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := jobSpec(s, args, "ns", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shape.shapeSpec(&spec); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kube.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shapeObjects(shape, objs, nil, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	r := objs.Pod.Spec.Containers[0].Resources
+	if r.Limits.Memory().String() != "512Mi" || r.Requests.Memory().String() != "512Mi" || r.Limits.Cpu().String() != "500m" || r.Requests.Cpu().String() != "500m" {
+		t.Errorf("resources %+v: want the option's memory (limit and the request it lowers) and the settings' cpu", r)
+	}
+}
