@@ -278,8 +278,8 @@ func cmpDuration(d, def time.Duration) time.Duration {
 }
 
 // applyContainer puts the container-level options onto c: limits (a
-// request above one is lowered to it), user, privileged, capabilities and
-// working directory.
+// request above one is lowered to it, a missing one is zero), user,
+// privileged, capabilities and working directory.
 func (o *createOptions) applyContainer(c *corev1.Container) {
 	if o.CPU != nil || o.Memory != nil {
 		if c.Resources.Limits == nil {
@@ -290,9 +290,17 @@ func (o *createOptions) applyContainer(c *corev1.Container) {
 				continue
 			}
 			c.Resources.Limits[name] = *q
-			// A request above the new limit (from the settings) would
-			// make the pod invalid: the limit lowers it.
-			if r, ok := c.Resources.Requests[name]; ok && r.Cmp(*q) > 0 {
+			// docker's --cpus and --memory cap a container without
+			// reserving anything: the request stays the settings' (lowered
+			// to the limit, or the pod would be invalid), else it is
+			// explicitly zero so Kubernetes does not default it to the
+			// limit and reserve the whole of it on the node.
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = corev1.ResourceList{}
+			}
+			if r, ok := c.Resources.Requests[name]; !ok {
+				c.Resources.Requests[name] = resource.Quantity{}
+			} else if r.Cmp(*q) > 0 {
 				c.Resources.Requests[name] = *q
 			}
 		}

@@ -66,6 +66,12 @@ func TestCreateOptionsShapeThePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	build := pod.Spec.Containers[0]
+	if !build.Resources.Requests.Cpu().IsZero() || !build.Resources.Requests.Memory().IsZero() {
+		t.Errorf("requests %v: --cpus and --memory reserve nothing (docker's are caps), so the requests must be zero, not the limits", build.Resources.Requests)
+	}
+	if _, set := build.Resources.Requests[corev1.ResourceCPU]; !set {
+		t.Error("no explicit cpu request: Kubernetes would default it to the limit")
+	}
 	if build.Resources.Limits.Cpu().String() != "2" || build.Resources.Limits.Memory().String() != "1Gi" || *build.SecurityContext.RunAsUser != 1000 || build.WorkingDir != "/src" || pod.Spec.Hostname != "builder" {
 		t.Errorf("build container %+v, hostname %q", build, pod.Spec.Hostname)
 	}
