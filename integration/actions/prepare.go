@@ -39,12 +39,19 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	if err := checkWorkingDirectory(args.Container.WorkingDirectory); err != nil {
 		return h.fail("the job container: %v", err)
 	}
+	shape, err := planShape(&args, h.Getenv(EnvHookTemplate), h.warn)
+	if err != nil {
+		return h.fail("%v", err)
+	}
 	c, err := h.connect()
 	if err != nil {
 		return h.fail("%v", err)
 	}
 	spec, err := jobSpec(h.Settings, &args, c.namespace, h.Getenv(EnvRunnerPodName))
 	if err != nil {
+		return h.fail("%v", err)
+	}
+	if err := shape.shapeSpec(&spec); err != nil {
 		return h.fail("%v", err)
 	}
 	pullConfig, err := dockerConfig(&args)
@@ -60,6 +67,9 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	objs, err := kube.Build(spec)
 	if err != nil {
 		return h.fail("cannot build the job's pod: %v", err)
+	}
+	if err := shapeObjects(shape, objs, args.Services, h.warn); err != nil {
+		return h.fail("%v", err)
 	}
 	if runner := h.Getenv(EnvRunnerPodName); runner != "" {
 		ref, err := runnerOwner(ctx, c, runner)

@@ -11,6 +11,9 @@
 //     command, isAlpine required when the job has a container, services
 //     matched by position;
 //
+//   - ContainerInfo.cs: a volumes: entry split into a MountVolume
+//     (Volume);
+//
 //   - HookInput.cs and HookResponse.cs: the input's camelCase shape with
 //     nulls, entryPointArgs split on single spaces, the response read
 //     case-insensitively (an empty file is no response);
@@ -94,6 +97,11 @@ type Runner struct {
 	// JobRegistry, if set, is the job container's registry credentials
 	// (username, password, serverUrl) in prepare_job.
 	JobRegistry map[string]string
+	// JobFields, if set, are more HookContainer keys of the job container
+	// in prepare_job, as the runner fills them from the workflow's
+	// container: (createOptions from options:, userMountVolumes from
+	// volumes: through Volume).
+	JobFields map[string]any
 	// Die makes the end of an invocation's context SIGKILL the hook's
 	// whole process group at once: the runner dying with its container,
 	// not its cancel.
@@ -282,6 +290,22 @@ func Container(image string, env map[string]string, ports []string) map[string]a
 	}
 }
 
+// Volume is one of a container's userMountVolumes from a workflow's
+// volumes: entry, split as ContainerInfo.cs ParseVolumes splits it:
+// source:target:ro, source:target, target:ro or target.
+func Volume(value string) map[string]any {
+	m := map[string]any{"userProvidedValue": value, "sourceVolumePath": nil, "targetVolumePath": value, "readOnly": false}
+	switch parts := strings.Split(value, ":"); {
+	case len(parts) == 3:
+		m["sourceVolumePath"], m["targetVolumePath"], m["readOnly"] = parts[0], parts[1], parts[2] == "ro"
+	case len(parts) == 2 && parts[1] == "ro":
+		m["targetVolumePath"], m["readOnly"] = parts[0], true
+	case len(parts) == 2:
+		m["sourceVolumePath"], m["targetVolumePath"] = parts[0], parts[1]
+	}
+	return m
+}
+
 // PrepareJob runs prepare_job for a job container of image (its env gets
 // HOME=/github/home, its working directory the workspace) and services,
 // and checks the response as the runner does.
@@ -291,6 +315,9 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 	job["workingDirectory"] = r.Workspace()
 	if r.JobRegistry != nil {
 		job["registry"] = r.JobRegistry
+	}
+	for k, v := range r.JobFields {
+		job[k] = v
 	}
 	if services == nil {
 		services = []map[string]any{}
