@@ -14,11 +14,12 @@
 #   actions-job,         runner's externals; actions-job[-alpine]: busybox plus the
 #   actions-job-alpine   shared libraries that node loads and bash, the -alpine
 #                        one with /etc/alpine-release)
-#                        from images/NAME/Dockerfile (FROM scratch + COPY) as
+#   action               from images/NAME/Dockerfile (FROM scratch + COPY) as
 #                        docker-archive tarballs. This script prepares the build
 #                        context under bin/images/ctx/NAME from Debian packages
 #                        (busybox-static, bash-static, git; gitlab-helper adds
-#                        the test double test/gitlab-runner-helper) and builds with
+#                        the test double test/gitlab-runner-helper; action adds
+#                        images/action/entrypoint.sh as its ENTRYPOINT) and builds with
 #                        podman (its own vfs storage under the cache directory,
 #                        so it never disturbs another podman user) or, without
 #                        podman, a working docker.
@@ -36,7 +37,7 @@ tag="${TETHER_IMAGE_TAG:-dev}"
 cache="${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
 version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 out="${TETHER_IMAGE_OUT:-$root/bin/images}"
-all=(tether-shim tether busybox bash git gitlab-helper pause actions-runner actions-job actions-job-alpine)
+all=(tether-shim tether busybox bash git gitlab-helper pause action actions-runner actions-job actions-job-alpine)
 # The project's images and the platforms they are built for.
 oci_platforms=(linux/amd64 linux/arm64)
 names=("$@")
@@ -165,6 +166,10 @@ prepare() {
       rm -rf "$out/ctx/bash"
       copy_libs "$ctx/rootfs" "$(node20)"
       [ "$name" = actions-job ] || echo 3.20.0 >"$ctx/rootfs/etc/alpine-release"
+      ;;
+    action)
+      busybox_rootfs "$ctx/rootfs"
+      cp images/action/entrypoint.sh "$ctx/entrypoint.sh"
       ;;
     pause)
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/pause" ./images/pause

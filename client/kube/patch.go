@@ -88,6 +88,11 @@ func applyPodPatch(pod *corev1.Pod, p *PodPatch) (*corev1.Pod, error) {
 	return patched, nil
 }
 
+// CheckInvariants returns an error naming the field of after, a pod
+// Build made (before) and the caller then changed, that breaks one of
+// Tether's invariants: the ones a PodPatch must keep.
+func CheckInvariants(before, after *corev1.Pod) error { return checkInvariants(before, after) }
+
 // checkInvariants returns an error naming the field of after that breaks
 // one of Tether's invariants of before.
 func checkInvariants(before, after *corev1.Pod) error {

@@ -31,6 +31,11 @@ type Service struct {
 	Resources corev1.ResourceRequirements
 	// PullPolicy, when set, is the service's instead of Spec.PullPolicy.
 	PullPolicy corev1.PullPolicy
+	// StartupProbe, when set, is the service's startup probe: the kubelet
+	// starts the next sidecar and the build container only once it has
+	// succeeded, so the scripts start with a healthy service (a database
+	// that accepts connections, not one still initializing).
+	StartupProbe *corev1.Probe
 }
 
 // Helper is the second shim container of a pod (Spec.Helper).
@@ -249,6 +254,9 @@ func applyShaping(s Spec, pod *corev1.Pod) {
 			Args:            slices.Clone(svc.Args),
 			Resources:       *svc.Resources.DeepCopy(),
 			RestartPolicy:   &always,
+		}
+		if svc.StartupProbe != nil {
+			c.StartupProbe = svc.StartupProbe.DeepCopy()
 		}
 		for _, k := range slices.Sorted(maps.Keys(svc.Env)) {
 			c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: svc.Env[k]})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/tether-ci/tether/integration/actions"
 	"github.com/tether-ci/tether/internal/cmdutil"
@@ -38,6 +39,9 @@ Settings (environment variables):
   TETHER_ACTIONS_DEBUG            1: diagnostics on stderr
   ACTIONS_RUNNER_POD_NAME         the runner's pod: owner of the job pods
   ACTIONS_RUNNER_PREPARE_JOB_TIMEOUT_SECONDS  bound on the pod's start (600)
+  ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE  PodTemplateSpec YAML file merged
+                                  into the job pod (wins over the settings
+                                  and the workflow's options:)
 
 See docs/actions.md.
 `
@@ -55,7 +59,10 @@ func actionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	settings, err := actions.SettingsFromEnv(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "Error: tether actions: %v\n", err)
+		// One line per bad variable, each an error line of the step log.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "Error: tether actions: %s\n", line)
+		}
 		return 1
 	}
 	level := slog.LevelWarn

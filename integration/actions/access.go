@@ -17,8 +17,10 @@ var Access = []Permission{
 	{Resource: "pods", Verbs: []string{"create", "get", "list", "watch", "delete"},
 		For: "prepare_job creates the job's pod, reads the runner's pod (its owner) and follows the pod while it starts; cleanup_job lists and deletes"},
 	{Resource: "pods/attach", Verbs: []string{"create", "get"}, For: "every step attaches to the job container (WebSocket uses get, SPDY create)"},
-	{Resource: "pods/log", Verbs: []string{"get"}, For: "a step's last output after the job container ended"},
-	{Resource: "secrets", Verbs: []string{"create"}, For: "prepare_job keeps the job container's env and the registry credentials in Secrets owned by the pod"},
+	{Resource: "pods/log", Verbs: []string{"get"}, For: "a step's last output after the job container ended; a container step's output"},
+	{Resource: "pods/ephemeralcontainers", Verbs: []string{"patch", "update"}, For: "run_container_step adds the step's container to the job's pod"},
+	{Resource: "secrets", Verbs: []string{"create", "get", "update", "delete"},
+		For: "prepare_job keeps the job container's env and the registry credentials in Secrets owned by the pod; run_container_step adds a step's credentials to the pull Secret and keeps its env in a Secret it deletes after the step"},
 	{Resource: "events", Verbs: []string{"list", "watch"}, For: "prepare_job reports the pod's events (image pulls, scheduling) while it starts"},
 }
 

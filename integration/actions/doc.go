@@ -13,8 +13,11 @@
 //
 // The job runs in one Kubernetes pod built with client/kube: the job
 // container runs tether-shim in serve mode, the workflow's services are
-// native sidecars. Each step is a client.Job, so a dropped API connection
-// is resumed and a step's exit code cannot be forged by its output.
+// native sidecars. Each script step is a client.Job, so a dropped API
+// connection is resumed and a step's exit code cannot be forged by its
+// output. A container step is an ephemeral container of the same pod: its
+// log is followed with timestamps and resumed exactly after a cut, and its
+// exit code is the kubelet's.
 //
 // The package must never import cmd/tether, internal/gitlab or anything
 // specific to another CI system; the settings arrive in a Settings value

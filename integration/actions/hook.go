@@ -57,10 +57,3 @@ func Main(ctx context.Context, h *Hook, stdin io.Reader) int {
 		return CleanupJob(ctx, h, in)
 	}
 }
-
-// RunContainerStep is run_container_step: not supported yet, so a
-// workflow with a container action fails with a clear message.
-func RunContainerStep(_ context.Context, h *Hook, _ *Input) int {
-	return h.fail("run_container_step (a container action or a step with uses: docker://...) is not supported yet by tether actions: " +
-		"run the tool from the job container with a run: step instead")
-}

@@ -35,6 +35,14 @@ const (
 // that failed before it returned state.
 const LabelRunnerPod = "tether.dev/actions-runner-pod"
 
+// runnerContainerEnv are the variables the runner gives every container
+// it starts (job container, services, container steps) before the
+// container's own, which win: GITHUB_ACTIONS=true and CI=true (actions/runner
+// DockerCommandManager.cs, DockerCreate).
+func runnerContainerEnv() map[string]string {
+	return map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"}
+}
+
 // fileCommandVars are the step variables naming file-command files.
 var fileCommandVars = []string{"GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY"}
 

@@ -39,6 +39,10 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	if err := checkWorkingDirectory(args.Container.WorkingDirectory); err != nil {
 		return h.fail("the job container: %v", err)
 	}
+	shape, err := planShape(&args, h.Getenv(EnvHookTemplate), h.warn)
+	if err != nil {
+		return h.fail("%v", err)
+	}
 	c, err := h.connect()
 	if err != nil {
 		return h.fail("%v", err)
@@ -56,6 +60,9 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	if err := addExternals(&spec, h.Getenv, runner); err != nil {
 		return h.fail("%v", err)
 	}
+	if err := shape.shapeSpec(&spec); err != nil {
+		return h.fail("%v", err)
+	}
 	pullConfig, err := dockerConfig(&args)
 	if err != nil {
 		return h.fail("%v", err)
@@ -69,6 +76,9 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	objs, err := kube.Build(spec)
 	if err != nil {
 		return h.fail("cannot build the job's pod: %v", err)
+	}
+	if err := shapeObjects(shape, objs, args.Services, h.warn); err != nil {
+		return h.fail("%v", err)
 	}
 	if runner != nil {
 		ref := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: runner.Name, UID: runner.UID}
@@ -140,7 +150,7 @@ func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kub
 	spec := kube.Spec{
 		Namespace: namespace, Image: ctr.Image, HelperImage: s.HelperImage, Serve: true,
 		PullPolicy: s.PullPolicy, Timeout: s.JobTimeout, IdleTimeout: s.IdleTimeout,
-		Env: map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"},
+		Env: runnerContainerEnv(),
 	}
 	if err := s.Pod.ApplyTo(&spec); err != nil {
 		return spec, fmt.Errorf("%s: %w", EnvConfig, err)
@@ -175,7 +185,7 @@ func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kub
 		if svc.Image == "" {
 			return spec, fmt.Errorf("service %d has no image", i)
 		}
-		ks := kube.Service{Image: svc.Image, Env: map[string]string{}}
+		ks := kube.Service{Image: svc.Image, Env: runnerContainerEnv()}
 		if svc.EntryPoint != "" {
 			ks.Command = []string{svc.EntryPoint}
 		}

@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -107,7 +108,8 @@ type Settings struct {
 }
 
 // SettingsFromEnv reads the settings from the environment (the Env*
-// variables above); a malformed value is an error naming the variable.
+// variables above); every malformed value is reported, each naming its
+// variable (the errors joined, one a line).
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	s := Settings{
 		Kubeconfig:     getenv(EnvKubeconfig),
@@ -119,13 +121,14 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		IdleTimeout:    DefaultIdleTimeout,
 		PrepareTimeout: DefaultPrepareTimeout,
 	}
+	var errs []error
 	if s.Namespace == "" {
 		s.Namespace = getenv(EnvRunnerNamespace)
 	}
 	switch s.PullPolicy {
 	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
 	default:
-		return s, fmt.Errorf("%s=%q: want Always, IfNotPresent or Never", EnvPullPolicy, s.PullPolicy)
+		errs = append(errs, fmt.Errorf("%s=%q: want Always, IfNotPresent or Never", EnvPullPolicy, s.PullPolicy))
 	}
 	for _, d := range []struct {
 		name string
@@ -137,23 +140,26 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		}
 		t, err := time.ParseDuration(v)
 		if err != nil || t < 0 {
-			return s, fmt.Errorf("%s=%q: want a duration such as 90m or 6h (0 for none)", d.name, v)
+			errs = append(errs, fmt.Errorf("%s=%q: want a duration such as 90m or 6h (0 for none)", d.name, v))
+			continue
 		}
 		*d.to = t
 	}
 	if v := getenv(EnvPrepareTimeout); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			return s, fmt.Errorf("%s=%q: want a number of seconds above 0", EnvPrepareTimeout, v)
+			errs = append(errs, fmt.Errorf("%s=%q: want a number of seconds above 0", EnvPrepareTimeout, v))
+		} else {
+			s.PrepareTimeout = time.Duration(n) * time.Second
 		}
-		s.PrepareTimeout = time.Duration(n) * time.Second
 	}
 	if v := getenv(EnvNodeSelector); v != "" {
 		s.NodeSelector = map[string]string{}
 		for _, kv := range strings.Split(v, ",") {
 			k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if !ok || k == "" {
-				return s, fmt.Errorf("%s=%q: want key=value pairs separated by commas", EnvNodeSelector, v)
+				errs = append(errs, fmt.Errorf("%s=%q: want key=value pairs separated by commas", EnvNodeSelector, v))
+				break
 			}
 			s.NodeSelector[k] = val
 		}
@@ -162,15 +168,14 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		fs := pflag.NewFlagSet("tether actions", pflag.ContinueOnError)
 		s.Pod.AddFlags(fs)
 		if err := settings.ApplyFile(fs, path); err != nil {
-			return s, fmt.Errorf("%s: %w", EnvConfig, err)
-		}
-		if err := s.Pod.Validate(); err != nil {
-			return s, fmt.Errorf("%s %s: %w", EnvConfig, path, err)
+			errs = append(errs, fmt.Errorf("%s: %w", EnvConfig, err))
+		} else if err := s.Pod.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", EnvConfig, path, err))
 		}
 	}
 	switch strings.ToLower(getenv(EnvDebug)) {
 	case "1", "true", "yes":
 		s.Debug = true
 	}
-	return s, nil
+	return s, errors.Join(errs...)
 }

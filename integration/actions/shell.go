@@ -39,7 +39,7 @@ func splitArgs(pieces []string) ([]string, error) {
 			inArg = true
 			j := strings.IndexByte(s[i+1:], '\'')
 			if j < 0 {
-				return nil, errors.New("unterminated ' in entryPointArgs")
+				return nil, errors.New("unterminated ' (quotes must be balanced)")
 			}
 			cur.WriteString(s[i+1 : i+1+j])
 			i += j + 1
@@ -57,7 +57,7 @@ func splitArgs(pieces []string) ([]string, error) {
 				cur.WriteByte(s[i])
 			}
 			if !closed {
-				return nil, errors.New(`unterminated " in entryPointArgs`)
+				return nil, errors.New(`unterminated " (quotes must be balanced)`)
 			}
 		case c == '\\' && i+1 < len(s):
 			inArg = true

@@ -72,6 +72,9 @@ var (
 	// the project's gitlab-runner-helper test double and
 	// gitlab-runner-build, and no gitlab-runner.
 	GitLabHelperImage = "localhost/tether/gitlab-helper:" + imageTag()
+	// ActionImage is BusyboxImage plus an ENTRYPOINT of its own
+	// (images/action/entrypoint.sh), a container action's image.
+	ActionImage = "localhost/tether/action:" + imageTag()
 )
 
 // PauseImage is the node's sandbox image (always tagged dev: the node's

@@ -3,29 +3,42 @@
 //
 // It follows actions/runner's source for everything it sends, runs and
 // expects:
+//
 //   - src/Runner.Worker/Container/ContainerHooks/ContainerHookManager.cs:
 //     the response file (_work/_temp/_runner_hook_responses/<guid>.json,
 //     created empty before the hook starts, read after exit 0 and
 //     deleted), the state carried from one response to the next
 //     command, isAlpine required when the job has a container, services
 //     matched by position;
+//
+//   - ContainerInfo.cs: a volumes: entry split into a MountVolume
+//     (Volume);
+//
 //   - HookInput.cs and HookResponse.cs: the input's camelCase shape with
 //     nulls, entryPointArgs split on single spaces, the response read
 //     case-insensitively (an empty file is no response);
+//
 //   - src/Runner.Sdk/ProcessInvoker.cs and Handlers/ScriptHandler.cs,
 //     ScriptHandlerHelpers.cs: a .sh hook run as `bash -e <path>` with
 //     one JSON line on stdin, then stdin closed; a cancel sends SIGINT,
 //     waits 7.5 s, SIGTERM, waits 2.5 s, then SIGKILLs the process group;
 //     a `run:` step's script written into the runner's own _work/_temp
 //     and run as `bash --noprofile --norc -e -o pipefail <path>`;
+//
 //   - FileCommandManager.cs: fresh empty file-command files before each
 //     step (set_env_, add_path_, set_output_, save_state_,
 //     step_summary_ + a new guid), processed after it: GITHUB_ENV
 //     (NAME=value and NAME<<DELIMITER heredocs) into the job's env,
 //     GITHUB_PATH lines into the prepend path (sent most recent first).
 //
-// It records the hook's stdout and stderr as raw bytes (the runner reads
-// them line by line into the step log; the tests check the bytes).
+//   - Handlers/Handler.cs (AddPrependPathToEnvironment) and
+//     ScriptHandler.cs: the hook's environment is the runner's with the
+//     job's prepend path before PATH, GITHUB_* and RUNNER_* with
+//     runner-host paths; its working directory the workspace.
+//
+// It records the hook's stdout and stderr as raw bytes, and also as the
+// runner's log shows them (StepLog: line by line, workflow commands
+// interpreted, secrets masked).
 package actionsrunner
 
 import (
@@ -84,6 +97,11 @@ type Runner struct {
 	// JobRegistry, if set, is the job container's registry credentials
 	// (username, password, serverUrl) in prepare_job.
 	JobRegistry map[string]string
+	// JobFields, if set, are more HookContainer keys of the job container
+	// in prepare_job, as the runner fills them from the workflow's
+	// container: (createOptions from options:, userMountVolumes from
+	// volumes: through Volume).
+	JobFields map[string]any
 	// Die makes the end of an invocation's context SIGKILL the hook's
 	// whole process group at once: the runner dying with its container,
 	// not its cancel.
@@ -103,6 +121,9 @@ type Runner struct {
 	Outputs map[string]string
 	// Summary is the last step's GITHUB_STEP_SUMMARY content.
 	Summary []byte
+	// Log is the job's log as the runner shows the hook's output (each
+	// invocation's stdout, then its stderr), masks included.
+	Log StepLog
 
 	suffix string
 }
@@ -113,6 +134,8 @@ type Result struct {
 	Stdout, Stderr []byte
 	// Response is the response file's content ("" none).
 	Response string
+	// Log are the lines of this invocation in the runner's log (StepLog).
+	Log []string
 }
 
 // New makes a runner directory under root with the _work layout the
@@ -135,7 +158,9 @@ func New(root, launcher, repo string, env []string) (*Runner, error) {
 	}
 	r.Env = append(slices.Clone(env),
 		"RUNNER_TEMP="+r.Temp, "RUNNER_WORKSPACE="+filepath.Join(r.Work, repo),
-		"GITHUB_WORKSPACE="+filepath.Join(r.Work, repo, repo), "GITHUB_ACTIONS=true", "CI=true")
+		"GITHUB_WORKSPACE="+filepath.Join(r.Work, repo, repo), "GITHUB_ACTIONS=true", "CI=true",
+		"GITHUB_EVENT_PATH="+filepath.Join(r.Temp, "_github_workflow", "event.json"),
+		"RUNNER_TOOL_CACHE="+filepath.Join(r.Work, "_tool"))
 	return r, nil
 }
 
@@ -163,11 +188,11 @@ func (r *Runner) Invoke(ctx context.Context, command string, args any) (Result, 
 	if state == nil {
 		state = json.RawMessage("null")
 	}
-	input, err := json.Marshal(map[string]any{"command": command, "responseFile": resp, "args": args, "state": state})
+	input, err := marshalInput(command, resp, args, state)
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := r.Start(ctx, append(input, '\n'))
+	res, err := r.Start(ctx, input)
 	if err != nil || res.ExitCode != 0 {
 		return res, err
 	}
@@ -184,6 +209,11 @@ func (r *Runner) Invoke(ctx context.Context, command string, args any) (Result, 
 		return res, fmt.Errorf("the response file is not JSON: %w", err)
 	}
 	if len(parsed.State) > 0 && string(parsed.State) != "null" {
+		// HookResponse.cs: State is a JObject; anything else fails the
+		// job when Newtonsoft.Json reads the response.
+		if parsed.State[0] != '{' {
+			return res, fmt.Errorf("the response's state is not an object: %s", parsed.State)
+		}
 		r.State = parsed.State
 	}
 	return res, nil
@@ -193,7 +223,7 @@ func (r *Runner) Invoke(ctx context.Context, command string, args any) (Result, 
 // closes it, and waits for it; ctx's end cancels it the runner's way.
 func (r *Runner) Start(ctx context.Context, input []byte) (Result, error) {
 	cmd := exec.Command("bash", "-e", r.Launcher)
-	cmd.Env = r.Env
+	cmd.Env = r.hookEnv()
 	cmd.Dir = filepath.Join(r.Work, r.Repo, r.Repo)
 	cmd.Stdin = bytes.NewReader(input)
 	var stdout, stderr bytes.Buffer
@@ -218,7 +248,11 @@ func (r *Runner) Start(ctx context.Context, input []byte) (Result, error) {
 		}
 		err = cancel(cmd, done)
 	}
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: cmd.ProcessState.ExitCode()}
+	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: exitCode(cmd.ProcessState)}
+	n := len(r.Log.Lines)
+	r.Log.Add(res.Stdout)
+	r.Log.Add(res.Stderr)
+	res.Log = slices.Clone(r.Log.Lines[n:])
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		return res, err
@@ -259,6 +293,22 @@ func Container(image string, env map[string]string, ports []string) map[string]a
 	}
 }
 
+// Volume is one of a container's userMountVolumes from a workflow's
+// volumes: entry, split as ContainerInfo.cs ParseVolumes splits it:
+// source:target:ro, source:target, target:ro or target.
+func Volume(value string) map[string]any {
+	m := map[string]any{"userProvidedValue": value, "sourceVolumePath": nil, "targetVolumePath": value, "readOnly": false}
+	switch parts := strings.Split(value, ":"); {
+	case len(parts) == 3:
+		m["sourceVolumePath"], m["targetVolumePath"], m["readOnly"] = parts[0], parts[1], parts[2] == "ro"
+	case len(parts) == 2 && parts[1] == "ro":
+		m["targetVolumePath"], m["readOnly"] = parts[0], true
+	case len(parts) == 2:
+		m["sourceVolumePath"], m["targetVolumePath"] = parts[0], parts[1]
+	}
+	return m
+}
+
 // PrepareJob runs prepare_job for a job container of image (its env gets
 // HOME=/github/home, its working directory the workspace) and services,
 // and checks the response as the runner does.
@@ -269,6 +319,9 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 	if r.JobRegistry != nil {
 		job["registry"] = r.JobRegistry
 	}
+	for k, v := range r.JobFields {
+		job[k] = v
+	}
 	if services == nil {
 		services = []map[string]any{}
 	}
@@ -278,8 +331,8 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 	}
 	var resp struct {
 		IsAlpine *bool
-		Context  struct {
-			Services []struct{ Ports map[string]string }
+		Context  *struct {
+			Services json.RawMessage
 		}
 	}
 	if err := json.Unmarshal([]byte(res.Response), &resp); err != nil {
@@ -289,10 +342,24 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 		return res, errors.New("the response has no isAlpine: the runner fails the job (\"The property 'isAlpine' is required\")")
 	}
 	r.IsAlpine = *resp.IsAlpine
-	if len(resp.Context.Services) > len(services) {
+	if resp.Context == nil {
+		return res, nil
+	}
+	// ContainerHookManager.cs UpdateJobContext: a context's services
+	// (absent: an empty list) are counted and each one's ports iterated.
+	if string(resp.Context.Services) == "null" {
+		return res, errors.New("the response's context.services is null: the runner fails the job (NullReferenceException)")
+	}
+	var svcs []struct{ Ports map[string]string }
+	if len(resp.Context.Services) > 0 {
+		if err := json.Unmarshal(resp.Context.Services, &svcs); err != nil {
+			return res, fmt.Errorf("the response's context.services: %w", err)
+		}
+	}
+	if len(svcs) > len(services) {
 		return res, errors.New("the response names more services than the job has")
 	}
-	for i, s := range resp.Context.Services {
+	for i, s := range svcs {
 		if s.Ports == nil {
 			return res, fmt.Errorf("service %d of the response has no ports object", i)
 		}
@@ -338,11 +405,16 @@ func (r *Runner) RunScript(ctx context.Context, s Step) (Result, error) {
 	}
 	prepend := slices.Clone(r.PrependPath)
 	slices.Reverse(prepend)
-	// ScriptHandlerHelpers.cs's bash format, split on single spaces as
-	// HookInput.cs does.
+	// ScriptHandlerHelpers.cs's bash format, split on single spaces with
+	// each piece trimmed and empty pieces kept, as ContainerHookManager.cs
+	// RunScriptStepAsync does.
 	argString := "--noprofile --norc -e -o pipefail " + containerTemp + "/" + name
+	var argList []string
+	for _, a := range strings.Split(argString, " ") {
+		argList = append(argList, strings.TrimSpace(a))
+	}
 	args := map[string]any{
-		"entryPoint": "bash", "entryPointArgs": strings.Split(argString, " "),
+		"entryPoint": "bash", "entryPointArgs": argList,
 		"environmentVariables": env, "prependPath": prepend, "workingDirectory": wd,
 	}
 	res, err := r.Invoke(ctx, "run_script_step", args)

@@ -1,0 +1,172 @@
+package actions
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Paths of a container step, as the runner translates them for a
+// container action (actions/runner ContainerActionHandler.cs).
+const (
+	// StepWorkspace is the workspace in a container step, its working
+	// directory.
+	StepWorkspace = "/github/workspace"
+	// StepFileCommandsDir holds the file-command files in a container
+	// step.
+	StepFileCommandsDir = "/github/file_commands"
+	// StepRunnerTemp is the runner's _temp in a container step.
+	StepRunnerTemp = "/github/runner_temp"
+)
+
+// stepContainerPrefix starts the name of every container step's
+// ephemeral container; a number follows.
+const stepContainerPrefix = "step-"
+
+// stepEnvSecretSuffix ends the name of a container step's env Secret.
+const stepEnvSecretSuffix = "-env"
+
+// containerStep is what one container step runs: its ephemeral container
+// and the variables that go into its env Secret.
+type containerStep struct {
+	container corev1.EphemeralContainer
+	env       map[string][]byte
+}
+
+// errDockerfile is the error of a container action built from a
+// Dockerfile.
+var errDockerfile = errors.New("the container action is built from a Dockerfile, which tether actions cannot build " +
+	"(it never runs docker): publish the action's image to a registry and use it with uses: docker://IMAGE " +
+	"(or set runs.image in its action.yml to docker://IMAGE)")
+
+// buildContainerStep builds the ephemeral container named name that runs
+// a container step: the step's image; its entry point as the command (else
+// the image's own ENTRYPOINT) and its arguments shell-split as the
+// runner's; the job pod's volumes mounted where the job container has
+// them (stepLinks make the /github paths of the runner's docker container
+// step); working directory StepWorkspace; the env through the Secret
+// secretName (never in the pod spec). Variables whose names a Secret
+// cannot hold are reported through warn and left out.
+func buildContainerStep(args *Container, name, secretName string, warn func(string, ...any)) (*containerStep, error) {
+	if args.Image == "" {
+		if args.Dockerfile != "" {
+			return nil, errDockerfile
+		}
+		return nil, errors.New("the container step has no image")
+	}
+	argv, err := splitArgs(args.EntryPointArgs)
+	if err != nil {
+		return nil, err
+	}
+	wd := args.WorkingDirectory
+	if wd == "" {
+		wd = StepWorkspace
+	}
+	if err := checkWorkingDirectory(wd); err != nil {
+		return nil, err
+	}
+	ctr := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: name, Image: args.Image, Args: argv, WorkingDir: wd,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		// Kubernetes forbids subPath mounts in ephemeral containers: the
+		// pod's volumes are mounted whole where the job container has
+		// them, and stepLinks point the /github paths into them.
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: workVolume, MountPath: WorkDir},
+			{Name: githubVolume, MountPath: GitHubDir},
+		},
+		// The shell's pwd shows the working directory, not the link's
+		// target.
+		Env: []corev1.EnvVar{{Name: "PWD", Value: wd}},
+	}}
+	if args.EntryPoint != "" {
+		ctr.Command = []string{args.EntryPoint}
+	}
+	step := &containerStep{container: ctr, env: map[string][]byte{}}
+	for k, v := range runnerContainerEnv() {
+		step.env[k] = []byte(v)
+	}
+	names := make([]string, 0, len(args.EnvironmentVariables))
+	for k := range args.EnvironmentVariables {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if errs := validation.IsConfigMapKey(k); len(errs) > 0 {
+			warn("the step's variable %q cannot be passed to its container (%s): it is not set", k, strings.Join(errs, "; "))
+			continue
+		}
+		step.env[k] = []byte(args.EnvironmentVariables[k])
+	}
+	if len(step.env) > 0 {
+		step.container.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secretName}}}}
+	}
+	return step, nil
+}
+
+// stepLinks are the symbolic links in the pod's /github volume that give
+// a container step the runner's paths (ContainerActionHandler.cs): link →
+// target in the work volume. wsSub is the workspace inside it.
+func stepLinks(wsSub string) [][2]string {
+	return [][2]string{
+		{StepWorkspace, WorkDir + "/" + wsSub},
+		{StepFileCommandsDir, FileCommandsDir},
+		{StepRunnerTemp, TempDir},
+	}
+}
+
+// checkSubPath refuses a subPath that is empty, absolute or leaves its
+// volume.
+func checkSubPath(p string) error {
+	if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || p == "." {
+		return fmt.Errorf("%q is not a directory inside the runner's _work", p)
+	}
+	return nil
+}
+
+// workspaceSubPath is the workspace's path inside the work volume (the
+// job container's /__w): the runner-host workspace (the source of the
+// step's StepWorkspace mount, else the hook's GITHUB_WORKSPACE) relative
+// to the runner's _work (the parent of RUNNER_TEMP).
+func workspaceSubPath(args *Container, hostWorkspace, runnerTemp string) (string, error) {
+	for _, m := range args.SystemMountVolumes {
+		if m.TargetVolumePath == StepWorkspace && m.SourceVolumePath != "" {
+			hostWorkspace = m.SourceVolumePath
+		}
+	}
+	if hostWorkspace == "" {
+		return "", errors.New("the runner named no workspace (no mount at " + StepWorkspace + ", GITHUB_WORKSPACE unset)")
+	}
+	work := filepath.Dir(filepath.Clean(runnerTemp))
+	rel, err := filepath.Rel(work, filepath.Clean(hostWorkspace))
+	if err != nil {
+		return "", fmt.Errorf("the workspace %s is not under the runner's _work %s: %w", hostWorkspace, work, err)
+	}
+	rel = filepath.ToSlash(rel)
+	if err := checkSubPath(rel); err != nil {
+		return "", fmt.Errorf("the workspace %s is not under the runner's _work %s: %w", hostWorkspace, work, err)
+	}
+	return rel, nil
+}
+
+// nextStepName is the name of the pod's next container step: one more
+// than the count of its ephemeral containers, skipping a name in use.
+func nextStepName(pod *corev1.Pod) string {
+	used := map[string]bool{}
+	for _, c := range pod.Spec.EphemeralContainers {
+		used[c.Name] = true
+	}
+	for n := len(pod.Spec.EphemeralContainers) + 1; ; n++ {
+		name := fmt.Sprintf("%s%d", stepContainerPrefix, n)
+		if !used[name] {
+			return name
+		}
+	}
+}

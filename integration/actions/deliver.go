@@ -1,0 +1,60 @@
+package actions
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// deliveredFile is a file to write into the job container.
+type deliveredFile struct {
+	container string
+	content   []byte
+	// shared makes it writable by every user: a container step's
+	// image may run as another user than the job container.
+	shared bool
+}
+
+// deliveryJob is a job of the job container's shim that writes files to
+// their container paths (making their directories) and makes the
+// symbolic links links (link → target; an existing link is replaced, a
+// directory in the way fails).
+func deliveryJob(id string, files []deliveredFile, links [][2]string) client.Job {
+	job := client.Job{ID: id}
+	var w strings.Builder
+	w.WriteString("#!/bin/sh\n# tether actions: deliver a step's files\n")
+	w.WriteString("fail() { printf 'tether actions: %s\\n' \"$1\" >&2; exit 1; }\n")
+	for i, f := range files {
+		src := fmt.Sprintf("%s/in-%d", kube.FilesDir, i)
+		job.Files = append(job.Files, client.File{Path: src, Content: f.content, Mode: 0o600})
+		fmt.Fprintf(&w, "mkdir -p %s && cp %s %s || fail %s\n", shellQuote(path.Dir(f.container)), src, shellQuote(f.container),
+			shellQuote("cannot write "+f.container+" in the job container"))
+		if f.shared {
+			fmt.Fprintf(&w, "chmod a+rw %s || fail %s\n", shellQuote(f.container), shellQuote("cannot share "+f.container))
+		}
+	}
+	for _, l := range links {
+		link, target := shellQuote(l[0]), shellQuote(l[1])
+		fmt.Fprintf(&w, "if [ -d %s ] && [ ! -L %s ]; then fail %s; fi\n", link, link, shellQuote(l[0]+" is a directory, not a link"))
+		fmt.Fprintf(&w, "mkdir -p %s && ln -sfn %s %s || fail %s\n", target, target, link, shellQuote("cannot link "+l[0]+" to "+l[1]))
+	}
+	script := kube.FilesDir + "/deliver.sh"
+	job.Files = append(job.Files, client.File{Path: script, Content: []byte(w.String()), Mode: 0o700})
+	job.Scripts = []string{script}
+	return job
+}
+
+// readOptional reads a file; one that does not exist is nil, no error.
+func readOptional(name string) ([]byte, error) {
+	b, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}

@@ -1,0 +1,34 @@
+package actions
+
+import (
+	"context"
+	"time"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// keepShimAwake reaches the job container's shim every quarter of the
+// idle timeout until ctx ends: a container step runs beside the shim, not
+// through it, and the shim would otherwise count the step's time as idle
+// and end the pod under it. from is where the shim's record stream ended
+// (nothing runs on it during the step). A missed reach is only logged:
+// the next one comes well before the timeout.
+func keepShimAwake(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, from int64) {
+	idle := h.Settings.IdleTimeout
+	if idle <= 0 {
+		return
+	}
+	t := time.NewTicker(idle / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := client.StreamEnd(ctx, c.transport(h, pod), from, client.Options{Logger: h.logger()}); err != nil && ctx.Err() == nil {
+			h.logger().Debug("cannot reach the job container's shim to keep it from its idle timeout", "err", err)
+		}
+	}
+}
