@@ -14,6 +14,12 @@ func shellQuote(s string) string {
 // envName matches the variable names a POSIX shell can export.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// envOnlyName matches the names a shell cannot export but env(1) can set,
+// as Kubernetes accepts them in a container's env (dots and dashes:
+// INPUT_FETCH-DEPTH, which @actions/core reads); none starts with a dash,
+// which env would take for an option.
+var envOnlyName = regexp.MustCompile(`^[A-Za-z_.][A-Za-z0-9_.-]*$`)
+
 // splitArgs re-joins the runner's entryPointArgs and splits them the way
 // a POSIX shell splits words: the runner split its argument string on
 // single spaces, so quotes arrive as literal characters inside the pieces

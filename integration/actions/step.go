@@ -188,8 +188,8 @@ func planStep(args *ScriptStepArgs, runnerTemp string, delivered []string, warn 
 	var viaEnv []string // names a shell cannot export (INPUT_FETCH-DEPTH): set by env(1)
 	for _, k := range names {
 		if !envName.MatchString(k) {
-			if k == "" || k[0] == '-' || strings.ContainsAny(k, "=\x00") {
-				warn("the step's variable %q cannot be passed to a process: it is not set", k)
+			if !envOnlyName.MatchString(k) {
+				warn("the step's variable %q is not a valid variable name: it is not set", k)
 			} else {
 				viaEnv = append(viaEnv, shellQuote(k+"="+args.EnvironmentVariables[k]))
 			}

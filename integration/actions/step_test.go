@@ -37,6 +37,7 @@ func TestPlanStep(t *testing.T) {
 			"GITHUB_PATH":   "/elsewhere/add_path_1",
 			"A":             "it's",
 			"bad-name":      "x",
+			`BAD"NAME`:      "y",
 		},
 		PrependPath:      PathList{"/opt/b", "/opt/a"},
 		WorkingDirectory: "/__w/my repo/my repo",
@@ -71,8 +72,8 @@ func TestPlanStep(t *testing.T) {
 			t.Errorf("wrapper lacks %q:\n%s", want, wrapper)
 		}
 	}
-	if len(warnings) != 1 {
-		t.Errorf("warnings %q, want one (GITHUB_PATH elsewhere; bad-name is set by env)", warnings)
+	if len(warnings) != 2 || !strings.Contains(warnings[1], `"BAD\"NAME"`) {
+		t.Errorf("warnings %q, want two (GITHUB_PATH elsewhere, BAD\"NAME left out; bad-name is set by env)", warnings)
 	}
 }
 
