@@ -36,21 +36,7 @@ func TestActionsSurvivesConnectionCuts(t *testing.T) {
 	script = `echo "CUT=survived" >> "$GITHUB_ENV"` + "\n" + script
 	cutsDone := cutRepeatedly(ctx, proxy, func() bool { return out.Len() > 0 }, 5, time.Second)
 	res := mustStep(ctx, t, r, actionsrunner.Step{Script: script})
-	var hits int
-	select {
-	case hits = <-cutsDone:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the step ended (exit %d) before 5 cuts hit a connection; stdout %d bytes, stderr:\n%s", res.ExitCode, len(res.Stdout), res.Stderr)
-	}
-	if hits < 5 {
-		t.Fatalf("only %d cuts hit a connection; make the step longer", hits)
-	}
-	if !bytes.Equal(res.Stdout, []byte(want)) {
-		t.Fatalf("after %d cuts the step's output differs: %d bytes, want %d; stderr %s", hits, len(res.Stdout), len(want), res.Stderr)
-	}
-	if !strings.Contains(string(res.Stderr), "nothing lost or repeated") {
-		t.Errorf("the hook did not say the connection broke: stderr %s", res.Stderr)
-	}
+	stepSurvivedCuts(t, cutsDone, 5, res, want)
 	if res.ExitCode != 7 || r.JobEnv["CUT"] != "survived" {
 		t.Fatalf("exit %d (want 7), GITHUB_ENV %q; stderr %s", res.ExitCode, r.JobEnv, res.Stderr)
 	}
@@ -206,4 +192,27 @@ func TestActionsIdlePodEndsItself(t *testing.T) {
 		}
 		return p.Status.Phase == "Succeeded" || p.Status.Phase == "Failed", nil
 	})
+}
+
+// stepSurvivedCuts checks a step that ran while cutRepeatedly cut the
+// hook's API connections: all cuts hit a connection, the step's output
+// is exactly want (nothing lost, nothing repeated), and the hook said the
+// connection broke.
+func stepSurvivedCuts(t *testing.T, cutsDone <-chan int, cuts int, res actionsrunner.Result, want string) {
+	t.Helper()
+	var hits int
+	select {
+	case hits = <-cutsDone:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the step ended (exit %d) before %d cuts hit a connection; stdout %d bytes, stderr:\n%s", res.ExitCode, cuts, len(res.Stdout), res.Stderr)
+	}
+	if hits < cuts {
+		t.Fatalf("only %d cuts hit a connection; make the step longer", hits)
+	}
+	if !bytes.Equal(res.Stdout, []byte(want)) {
+		t.Fatalf("after %d cuts the step's output differs: %d bytes, want %d; stderr %s", hits, len(res.Stdout), len(want), res.Stderr)
+	}
+	if !strings.Contains(string(res.Stderr), "nothing lost or repeated") {
+		t.Errorf("the hook did not say the connection broke: stderr %s", res.Stderr)
+	}
 }
