@@ -49,9 +49,9 @@ func deleteStepSecret(ctx context.Context, h *Hook, c *cluster, ns, name string)
 
 // addStepCredentials adds a container step's registry credentials to the
 // job pod's pull Secret. A pod's imagePullSecrets are fixed when it is
-// created, so this works only when prepare_job named the pull Secret
-// (it does when the job container or a service had credentials);
-// otherwise the image is pulled without them, with a warning.
+// created, so prepare_job names one in every pod (empty when the job
+// had no credentials); a pod without it (made by an older tether) pulls
+// the image without them, with a warning.
 func addStepCredentials(ctx context.Context, h *Hook, c *cluster, st *State, reg *Registry) error {
 	p, err := c.cs.CoreV1().Pods(st.Namespace).Get(ctx, st.Pod, metav1.GetOptions{})
 	if err != nil {
@@ -60,7 +60,7 @@ func addStepCredentials(ctx context.Context, h *Hook, c *cluster, st *State, reg
 	name := st.Pod + pullSecretSuffix
 	if !slices.ContainsFunc(p.Spec.ImagePullSecrets, func(r corev1.LocalObjectReference) bool { return r.Name == name }) {
 		h.warn("the step's registry credentials cannot be used: the job's pod was created without a pull Secret "+
-			"(a pod's imagePullSecrets are fixed when it is created; prepare_job names one only when the job container or a service has credentials), "+
+			"(a pod's imagePullSecrets are fixed when it is created; this pod was made by a tether that named one only when the job had credentials), "+
 			"so %s is pulled without them", reg.ServerURL)
 		return nil
 	}

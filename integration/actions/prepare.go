@@ -67,12 +67,17 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("%v", err)
 	}
-	if pullConfig != nil {
-		// The pod's name is chosen here, so its imagePullSecrets can name
-		// the Secret created (owned by the pod) right after it.
-		spec.Name = "tether-" + randomHex(5)
-		spec.ImagePullSecrets = append(spec.ImagePullSecrets, spec.Name+pullSecretSuffix)
+	if pullConfig == nil {
+		// Every pod names a pull Secret, empty without credentials: a
+		// pod's imagePullSecrets are fixed at its creation, and a
+		// container step's image may need credentials later
+		// (addStepCredentials).
+		pullConfig = []byte(emptyDockerConfig)
 	}
+	// The pod's name is chosen here, so its imagePullSecrets can name the
+	// Secret created (owned by the pod) right after it.
+	spec.Name = "tether-" + randomHex(5)
+	spec.ImagePullSecrets = append(spec.ImagePullSecrets, spec.Name+pullSecretSuffix)
 	objs, err := kube.Build(spec)
 	if err != nil {
 		return h.fail("cannot build the job's pod: %v", err)
@@ -94,10 +99,8 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	}
 	st := &State{Pod: pod.Name, Namespace: pod.Namespace}
 	code := 0
-	if pullConfig != nil {
-		if err := createPullSecret(ctx, c, pod, objs.Job.ID, pullConfig); err != nil {
-			code = h.fail("%v", err)
-		}
+	if err := createPullSecret(ctx, c, pod, objs.Job.ID, pullConfig); err != nil {
+		code = h.fail("%v", err)
 	}
 	if code == 0 {
 		code = prepareCreated(ctx, h, c, pod, st, &args, in.ResponseFile)

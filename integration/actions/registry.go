@@ -18,6 +18,10 @@ const dockerHub = "https://index.docker.io/v1/"
 // pullSecretSuffix ends the name of a job pod's pull Secret.
 const pullSecretSuffix = "-pull"
 
+// emptyDockerConfig is the pull Secret's content when no container of the
+// job has registry credentials (yet).
+const emptyDockerConfig = `{"auths":{}}`
+
 // dockerConfig is the .dockerconfigjson of the registry credentials the
 // job's containers carry; nil when none does.
 func dockerConfig(args *PrepareJobArgs) ([]byte, error) {
