@@ -127,6 +127,13 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, arg
 				step.container.SecurityContext = jc.SecurityContext.DeepCopy()
 			}
 		}
+		warn := h.warn
+		if attempt > 0 {
+			warn = func(string, ...any) {} // said on the first attempt
+		}
+		if err := shapeStep(&step.container, h.Getenv(EnvHookTemplate), warn); err != nil {
+			return "", h.fail("run_container_step: %v", err)
+		}
 		if len(step.env) > 0 {
 			if err := createStepSecret(ctx, c, p, secret, step.env); err != nil {
 				return "", h.fail("%v", err)

@@ -49,7 +49,8 @@ spec:
 // prepare_job wait until it is healthy (it becomes healthy only seconds
 // after it starts, by writing a file into a named volume it shares with
 // the job container); the job container's first step sees that file, the
-// template's variable and the sidecar's file.
+// template's variable and the sidecar's file; a container step sees the
+// template's variable and mount.
 func TestActionsPodOptions(t *testing.T) {
 	c := NewCluster(t)
 	ns := c.NewNamespace(t, "actions-podopts")
@@ -108,6 +109,13 @@ for i in $(seq 1 40); do [ -s /extra/sidecar.txt ] && break; sleep 0.5; done
 cat /extra/sidecar.txt`})
 	if want := "healthy\ntemplate-value|from options\nfrom-sidecar\n"; res.ExitCode != 0 || string(res.Stdout) != want {
 		t.Errorf("step: exit %d, stdout %q, want %q; stderr %s", res.ExitCode, res.Stdout, want, res.Stderr)
+	}
+
+	// A container step gets the template's $job variable and mount too.
+	res, err = r.RunContainer(ctx, actionsrunner.ContainerStep{Image: BusyboxImage, EntryPoint: "sh",
+		Args: []string{"-c", "echo $FROM_TEMPLATE; cat /extra/sidecar.txt"}})
+	if want := "template-value\nfrom-sidecar\n"; err != nil || res.ExitCode != 0 || string(res.Stdout) != want {
+		t.Errorf("container step: %v, exit %d, stdout %q, want %q; stderr %s", err, res.ExitCode, res.Stdout, want, res.Stderr)
 	}
 	cleanupLeavesNothing(ctx, t, c, ns, r)
 }
