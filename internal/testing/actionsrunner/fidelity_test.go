@@ -3,8 +3,6 @@ package actionsrunner
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -66,21 +64,13 @@ func TestStepLog(t *testing.T) {
 // Each invocation's lines are in its Result and the job's Log, the masks
 // carried from one invocation to the next.
 func TestInvokeLog(t *testing.T) {
-	dir := t.TempDir()
-	launcher := filepath.Join(dir, "hook.sh")
 	script := `in=$(cat)
 case $in in
   *prepare_job*) echo "::add-mask::hunter2"; echo "pw hunter2" >&2; printf '{"isAlpine":false}' > "$(printf '%s' "$in" | sed 's/.*"responseFile":"\([^"]*\)".*/\1/')" ;;
   *cleanup_job*) echo "still hunter2"; echo "PATH=$PATH" ;;
 esac
 `
-	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := scriptedRunner(t, script)
 	ctx := context.Background()
 	res, err := r.PrepareJob(ctx, "busybox", nil, nil)
 	if err != nil || res.ExitCode != 0 || !slices.Equal(res.Log, []string{"pw ***"}) {
@@ -99,18 +89,10 @@ esac
 // A response whose state is not an object fails, as the runner's
 // HookResponse.State (a JObject) cannot hold it.
 func TestResponseStateMustBeObject(t *testing.T) {
-	dir := t.TempDir()
-	launcher := filepath.Join(dir, "hook.sh")
 	script := `in=$(cat)
 printf '{"state":"pod-1"}' > "$(printf '%s' "$in" | sed 's/.*"responseFile":"\([^"]*\)".*/\1/')"
 `
-	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := scriptedRunner(t, script)
 	if _, err := r.CleanupJob(context.Background()); err == nil || !strings.Contains(err.Error(), "not an object") {
 		t.Errorf("a string state: %v", err)
 	}
@@ -131,16 +113,8 @@ func TestPrepareResponseChecks(t *testing.T) {
 		{`{"isAlpine":false,"context":{"services":null}}`, "services is null"},
 		{`{"isAlpine":false,"context":{"services":[{"ports":null}]}}`, "more services"},
 	} {
-		dir := t.TempDir()
-		launcher := filepath.Join(dir, "hook.sh")
 		script := "in=$(cat)\nprintf '%s' '" + tc.response + "' > \"$(printf '%s' \"$in\" | sed 's/.*\"responseFile\":\"\\([^\"]*\\)\".*/\\1/')\"\n"
-		if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := scriptedRunner(t, script)
 		res, err := r.PrepareJob(context.Background(), "busybox", nil, nil)
 		switch {
 		case res.ExitCode != 0:
@@ -152,16 +126,8 @@ func TestPrepareResponseChecks(t *testing.T) {
 		}
 	}
 	// A service's ports null fails even when the count matches.
-	dir := t.TempDir()
-	launcher := filepath.Join(dir, "hook.sh")
 	script := "in=$(cat)\nprintf '%s' '{\"isAlpine\":true,\"context\":{\"services\":[{\"ports\":null}]}}' > \"$(printf '%s' \"$in\" | sed 's/.*\"responseFile\":\"\\([^\"]*\\)\".*/\\1/')\"\n"
-	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := scriptedRunner(t, script)
 	if _, err := r.PrepareJob(context.Background(), "busybox", nil, []map[string]any{Container("redis", nil, nil)}); err == nil || !strings.Contains(err.Error(), "no ports object") {
 		t.Errorf("a service with null ports: %v", err)
 	}
@@ -169,15 +135,7 @@ func TestPrepareResponseChecks(t *testing.T) {
 
 // A hook a signal ended exits 128 + the signal, as .NET reports it.
 func TestExitCodeOfSignal(t *testing.T) {
-	dir := t.TempDir()
-	launcher := filepath.Join(dir, "hook.sh")
-	if err := os.WriteFile(launcher, []byte("cat >/dev/null\nkill -TERM $$\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := scriptedRunner(t, "cat >/dev/null\nkill -TERM $$\n")
 	res, err := r.CleanupJob(context.Background())
 	if err != nil || res.ExitCode != 128+15 {
 		t.Errorf("exit %d (%v), want 143", res.ExitCode, err)

@@ -30,8 +30,6 @@ func TestParseEnvFile(t *testing.T) {
 // stdin that then ends, reads the response and keeps its state; a cancel
 // reaches the hook as SIGINT first.
 func TestInvokeAndCancel(t *testing.T) {
-	dir := t.TempDir()
-	launcher := filepath.Join(dir, "hook.sh")
 	script := `in=$(cat)
 printf '%s' "$in" > "$RUNNER_TEMP/input"
 resp=$(printf '%s' "$in" | sed 's/.*"responseFile":"\([^"]*\)".*/\1/')
@@ -40,13 +38,7 @@ case $in in
   *cleanup_job*) trap 'echo got-int; exit 9' INT; echo waiting; sleep 30 >/dev/null 2>&1 & wait ;;
 esac
 `
-	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := scriptedRunner(t, script)
 	ctx := context.Background()
 	res, err := r.PrepareJob(ctx, "busybox", nil, nil)
 	if err != nil || res.ExitCode != 0 {
@@ -69,4 +61,20 @@ esac
 	if !strings.Contains(string(in), `"state":{"pod":"p1"}`) {
 		t.Fatalf("cleanup input %s lacks the state", in)
 	}
+}
+
+// scriptedRunner is a Runner whose hook (the launcher) is script, run
+// as the runner runs a .sh hook.
+func scriptedRunner(t *testing.T, script string) *Runner {
+	t.Helper()
+	dir := t.TempDir()
+	launcher := filepath.Join(dir, "hook.sh")
+	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(filepath.Join(dir, "runner"), launcher, "repo", os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
