@@ -29,12 +29,9 @@ func deliveryJob(id string, files []deliveredFile, links [][2]string) client.Job
 	job := client.Job{ID: id}
 	var w strings.Builder
 	w.WriteString("#!/bin/sh\n# tether actions: deliver a step's files\n")
-	w.WriteString("fail() { printf 'tether actions: %s\\n' \"$1\" >&2; exit 1; }\n")
-	for i, f := range files {
-		src := fmt.Sprintf("%s/in-%d", kube.FilesDir, i)
-		job.Files = append(job.Files, client.File{Path: src, Content: f.content, Mode: 0o600})
-		fmt.Fprintf(&w, "mkdir -p %s && cp %s %s || fail %s\n", shellQuote(path.Dir(f.container)), src, shellQuote(f.container),
-			shellQuote("cannot write "+f.container+" in the job container"))
+	w.WriteString(failFunc)
+	for _, f := range files {
+		addDelivery(&job, &w, f.container, f.content, 0o600)
 		if f.shared {
 			fmt.Fprintf(&w, "chmod a+rw %s || fail %s\n", shellQuote(f.container), shellQuote("cannot share "+f.container))
 		}
@@ -48,6 +45,20 @@ func deliveryJob(id string, files []deliveredFile, links [][2]string) client.Job
 	job.Files = append(job.Files, client.File{Path: script, Content: []byte(w.String()), Mode: 0o700})
 	job.Scripts = []string{script}
 	return job
+}
+
+// failFunc defines fail MESSAGE for the wrapper scripts: the message on
+// stderr, then exit 1.
+const failFunc = "fail() { printf 'tether actions: %s\\n' \"$1\" >&2; exit 1; }\n"
+
+// addDelivery adds content to job as a file delivered into the shim's
+// files dir, and to the wrapper script w a line that copies it to its
+// container path (making the directory) or fails saying so.
+func addDelivery(job *client.Job, w *strings.Builder, container string, content []byte, mode os.FileMode) {
+	src := fmt.Sprintf("%s/in-%d", kube.FilesDir, len(job.Files))
+	job.Files = append(job.Files, client.File{Path: src, Content: content, Mode: mode})
+	fmt.Fprintf(w, "mkdir -p %s && cp %s %s || fail %s\n", shellQuote(path.Dir(container)), src, shellQuote(container),
+		shellQuote("cannot write "+container+" in the job container"))
 }
 
 // readOptional reads a file; one that does not exist is nil, no error.

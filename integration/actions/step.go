@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,13 +125,9 @@ func planStep(args *ScriptStepArgs, runnerTemp string, delivered []string, warn 
 	plan := &stepPlan{job: client.Job{ID: id}}
 	var w strings.Builder
 	w.WriteString("#!/bin/sh\n# tether actions: one run_script_step\n")
-	w.WriteString("fail() { printf 'tether actions: %s\\n' \"$1\" >&2; exit 1; }\n")
+	w.WriteString(failFunc)
 	deliver := func(container string, content []byte) {
-		src := fmt.Sprintf("%s/in-%d", kube.FilesDir, len(plan.job.Files))
-		plan.job.Files = append(plan.job.Files, client.File{Path: src, Content: content, Mode: 0o700})
-		dir := path.Dir(container)
-		fmt.Fprintf(&w, "mkdir -p %s && cp %s %s || fail %s\n", shellQuote(dir), src, shellQuote(container),
-			shellQuote("cannot write "+container+" in the job container"))
+		addDelivery(&plan.job, &w, container, content, 0o700)
 	}
 	seen := map[string]bool{}
 	for _, a := range argv {
