@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tether-ci/tether/internal/version"
 )
 
 // ConfigOptions are kubectl's connection flags.
@@ -17,6 +19,10 @@ type ConfigOptions struct {
 	Context string
 	// Namespace overrides the context's namespace (-n).
 	Namespace string
+	// UserAgent is the User-Agent of every request made with the
+	// configuration (API calls, attach upgrades over WebSocket and SPDY,
+	// pods/log); "" is Tether's own, "tether/VERSION (OS/ARCH)".
+	UserAgent string
 }
 
 // LoadConfig returns the API server configuration and the namespace the
@@ -49,6 +55,13 @@ func LoadConfig(o ConfigOptions) (*rest.Config, string, error) {
 	}
 	if cfg.Burst == 0 {
 		cfg.Burst = 100
+	}
+	// Set here, not left to client-go's REST default: the transport
+	// wrappers that the attach upgrades go through add only the
+	// configured one.
+	cfg.UserAgent = o.UserAgent
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = version.UserAgent("")
 	}
 	return cfg, ns, nil
 }

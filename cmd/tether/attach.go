@@ -11,6 +11,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/cmdutil"
+	"github.com/tether-ci/tether/internal/version"
 )
 
 const attachUsage = `Usage: tether attach [flags] POD
@@ -99,7 +100,7 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	cmdutil.RouteKlog(log)
 
-	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
+	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace, UserAgent: version.UserAgent("attach")})
 	if err != nil {
 		log.Error("cannot reach Kubernetes", "err", err)
 		return cmdutil.ExitTether

@@ -7,6 +7,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/cmdutil"
+	"github.com/tether-ci/tether/internal/version"
 )
 
 // cluster is the API server connection of one command.
@@ -18,7 +19,7 @@ type cluster struct {
 
 // connect loads the Kubernetes configuration the settings name.
 func (h *Hook) connect() (*cluster, error) {
-	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: h.Settings.Kubeconfig, Namespace: h.Settings.Namespace})
+	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: h.Settings.Kubeconfig, Namespace: h.Settings.Namespace, UserAgent: version.UserAgent("actions")})
 	if err != nil {
 		return nil, err
 	}

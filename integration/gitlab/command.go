@@ -10,6 +10,7 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/gitlab"
+	"github.com/tether-ci/tether/internal/version"
 )
 
 // Env looks up an environment variable of the runner's process, "" when
@@ -90,7 +91,7 @@ func (f *Settings) logger() *slog.Logger {
 // a transport maker for a container of it, and the API server's address.
 func gitlabPod(cfg *Settings, env Env, log *slog.Logger) (*kube.Pod, func(kube.TransportOptions) client.Transport, string, error) {
 	cmdutil.RouteKlog(log)
-	rc, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: cfg.Kubeconfig, Context: cfg.Context, Namespace: cfg.Namespace})
+	rc, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: cfg.Kubeconfig, Context: cfg.Context, Namespace: cfg.Namespace, UserAgent: version.UserAgent("gitlab")})
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -185,7 +185,7 @@ func LoadKubeConfig(kubeconfig, kubeContext string) (*rest.Config, string, error
 	// Hundreds of deletes per run: the client-go default of 5 QPS would
 	// take minutes.
 	cfg.QPS, cfg.Burst = 50, 100
-	cfg.UserAgent = "tether-gc/" + version.Get()
+	cfg.UserAgent = version.UserAgent("gc")
 	return cfg, ns, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/cmdutil"
+	"github.com/tether-ci/tether/internal/version"
 )
 
 // runKube runs job in a Kubernetes pod: build the pod and its ConfigMap and
@@ -19,7 +20,7 @@ import (
 func runKube(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.Writer) int {
 	log := f.Logger
 	cmdutil.RouteKlog(log)
-	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace})
+	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace, UserAgent: version.UserAgent("run")})
 	if err != nil {
 		log.Error("cannot reach Kubernetes", "err", err)
 		return cmdutil.ExitTether

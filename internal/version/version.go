@@ -1,7 +1,10 @@
 // Package version holds the build's version, set by the Makefile's -ldflags.
 package version
 
-import "runtime/debug"
+import (
+	"runtime"
+	"runtime/debug"
+)
 
 // Version is the release version of both binaries ("dev" for local builds).
 // It is a variable only so that the linker can set it; read it with Get.
@@ -28,4 +31,17 @@ func resolve(linked, module string) string {
 		return module
 	}
 	return "dev"
+}
+
+// UserAgent is the User-Agent header of every Kubernetes API request
+// Tether makes: "tether/VERSION (OS/ARCH)", followed by the integration
+// that makes it ("gitlab", "actions", "run", "gc", ...) when one is given,
+// so an API server's audit log tells Tether's requests from others and
+// one integration's from another's.
+func UserAgent(integration string) string {
+	ua := "tether/" + Get() + " (" + runtime.GOOS + "/" + runtime.GOARCH + ")"
+	if integration != "" {
+		ua += " " + integration
+	}
+	return ua
 }

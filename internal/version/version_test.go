@@ -1,6 +1,9 @@
 package version
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 func TestResolve(t *testing.T) {
 	for _, tc := range []struct{ linked, module, want string }{
@@ -18,5 +21,15 @@ func TestResolve(t *testing.T) {
 	// A test binary has no linker-set version and no module version.
 	if got := Get(); got != "dev" {
 		t.Errorf("Get() = %q in a test binary, want dev", got)
+	}
+}
+
+func TestUserAgent(t *testing.T) {
+	want := "tether/dev (" + runtime.GOOS + "/" + runtime.GOARCH + ")"
+	if got := UserAgent(""); got != want {
+		t.Errorf("UserAgent(\"\") = %q, want %q", got, want)
+	}
+	if got := UserAgent("gitlab"); got != want+" gitlab" {
+		t.Errorf("UserAgent(\"gitlab\") = %q, want %q", got, want+" gitlab")
 	}
 }

@@ -85,6 +85,9 @@ type Server struct {
 	containers  map[string]*Container
 	requests    map[string]int
 	logRequests map[string]int
+	// userAgents are the User-Agent headers of the requests that reached
+	// the front handler, by kind (see UserAgents).
+	userAgents map[string][]string
 }
 
 // Start starts the streaming server and the front handler on loopback.
@@ -94,7 +97,7 @@ func Start(opts Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: log, containers: map[string]*Container{}, requests: map[string]int{}, logRequests: map[string]int{},
-		transport: &http.Transport{}}
+		userAgents: map[string][]string{}, transport: &http.Transport{}}
 
 	bln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -175,6 +178,33 @@ func (s *Server) AttachRequests(protocol string) int {
 	return s.requests[protocol]
 }
 
+// UserAgents returns the User-Agent headers of the requests that reached
+// the front handler, by kind: "pod" (GET the pod), "attach-websocket",
+// "attach-spdy" (the upgrade requests) and "log".
+func (s *Server) UserAgents() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][]string, len(s.userAgents))
+	for k, v := range s.userAgents {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// noteUserAgent records r's User-Agent under its kind (UserAgents).
+func (s *Server) noteUserAgent(r *http.Request, parts []string) {
+	kind := "pod"
+	if len(parts) == 7 {
+		kind = parts[6]
+		if kind == "attach" {
+			kind += "-" + attachProtocol(r)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.userAgents[kind] = append(s.userAgents[kind], r.UserAgent())
+}
+
 func (s *Server) container(ns, pod, name string) *Container {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -190,6 +220,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, pod := parts[3], parts[5]
+	s.noteUserAgent(r, parts)
 	switch {
 	case len(parts) == 6 && r.Method == http.MethodGet:
 		s.servePod(w, ns, pod)
@@ -359,4 +390,13 @@ func (runtime) Exec(context.Context, string, []string, io.Reader, io.WriteCloser
 
 func (runtime) PortForward(context.Context, string, int32, io.ReadWriteCloser) error {
 	return errors.New("port-forward is not supported by this test server")
+}
+
+// attachProtocol names an attach request's protocol by its upgrade:
+// "websocket" or "spdy".
+func attachProtocol(r *http.Request) string {
+	if wsstream.IsWebSocketRequest(r) {
+		return "websocket"
+	}
+	return "spdy"
 }
