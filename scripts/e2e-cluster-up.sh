@@ -112,12 +112,63 @@ fail() {
   e2e_die "$* (state and logs kept in $E2E_DIR; scripts/e2e-cluster-down.sh cleans up)"
 }
 
+# apiserver_args: kube-apiserver's command line (after the binary).
+apiserver_args() {
+  local args=(
+    --etcd-servers "http://127.0.0.1:$ETCD_PORT"
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT"
+    --endpoint-reconciler-type none --service-cluster-ip-range 10.96.0.0/16
+    --client-ca-file "$PKI/ca.crt"
+    --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key"
+    --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key"
+    --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types Hostname,InternalIP
+    --service-account-issuer https://kubernetes.default.svc.cluster.local
+    --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key"
+    --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group
+    --requestheader-extra-headers-prefix X-Remote-Extra-
+    --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key"
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged=true
+    --audit-policy-file "$AUDIT_POLICY" --audit-log-path "$AUDIT_LOG"
+    --audit-log-format json --audit-log-maxsize 100 --audit-log-maxbackup 1
+  )
+  printf '%s\0' "${args[@]}"
+}
+
+# ensure_audit: a node started before the apiserver kept an audit trail
+# gets one: its kube-apiserver alone is restarted with this script's
+# command line (the other components and the pods keep running; attach
+# streams through it are cut, and resumed by their clients).
+ensure_audit() {
+  local pid
+  pid=$(component_pid kube-apiserver) || return 0
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- '--audit-log-path' && return 0
+  e2e_log "kube-apiserver (pid $pid) keeps no audit log; restarting it with one"
+  write_audit_policy
+  kill -TERM "$pid"
+  local i
+  for i in $(seq 1 300); do
+    [ -d "/proc/$pid" ] || break
+    sleep 0.1
+  done
+  if [ -d "/proc/$pid" ]; then
+    kill -KILL "$pid" || true
+    while [ -d "/proc/$pid" ]; do sleep 0.1; done
+  fi
+  local argv
+  mapfile -d '' argv < <(apiserver_args)
+  start kube-apiserver "${argv[@]}"
+  wait_for 90 "kube-apiserver /readyz" kctl get --raw /readyz || fail "kube-apiserver did not become ready again"
+  e2e_log "kube-apiserver restarted with an audit log ($(ms) ms)"
+}
+
 # --- main ------------------------------------------------------------------
 take_lock
 ensure_packages
 KUBE_BIN="$("$here/kube-build.sh")"
 
 if node_healthy; then
+  ensure_audit
   snap=$(sed -n 's/^ *snapshotter = "\(.*\)"/\1/p' "$CTRD_DIR/config.toml")
   import_images "${snap:-overlayfs}"
   wait_for 60 "node Ready" node_ready || fail "the running node is not Ready"
@@ -154,22 +205,9 @@ start etcd --name tether-e2e --data-dir "$E2E_DIR/etcd" \
 wait_for 30 "etcd health" curl -fsS "http://127.0.0.1:$ETCD_PORT/health" || fail "etcd did not become healthy"
 e2e_log "etcd healthy ($(ms) ms)"
 
-start kube-apiserver \
-  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
-  --endpoint-reconciler-type none --service-cluster-ip-range 10.96.0.0/16 \
-  --client-ca-file "$PKI/ca.crt" \
-  --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
-  --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
-  --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types Hostname,InternalIP \
-  --service-account-issuer https://kubernetes.default.svc.cluster.local \
-  --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
-  --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
-  --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
-  --requestheader-extra-headers-prefix X-Remote-Extra- \
-  --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key" \
-  --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged=true
-
+write_audit_policy
+mapfile -d '' apiserver_argv < <(apiserver_args)
+start kube-apiserver "${apiserver_argv[@]}"
 # While the apiserver starts: containerd up, images in.
 wait_for 30 "containerd" ctrd version || fail "containerd did not start"
 import_images "$snap"

@@ -126,3 +126,28 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
 }
+
+# The API server's audit trail (Metadata level: who did what to which
+# resource, with its User-Agent; no bodies), for counting the requests a
+# job makes (bench/: the GitLab request count). The node's own components
+# (kubelet, controllers, scheduler, the apiserver itself) are left out:
+# the log holds what clients asked.
+AUDIT_POLICY="$E2E_DIR/audit-policy.yaml"
+AUDIT_LOG="$LOGS/audit.log"
+
+# write_audit_policy: the audit policy file.
+write_audit_policy() {
+  cat >"$AUDIT_POLICY" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  userGroups: ["system:nodes", "system:serviceaccounts:kube-system"]
+- level: None
+  users: ["system:kube-controller-manager", "system:kube-scheduler", "system:apiserver"]
+- level: None
+  nonResourceURLs: ["/readyz*", "/healthz*", "/livez*", "/version"]
+- level: Metadata
+POLICY
+}
