@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The GitLab driver's stages on the real node, called the way GitLab
+// Runner's Custom executor calls a driver (each stage a new `tether gitlab
+// run SCRIPT STAGE` process with the runner's environment, as the e2e
+// stand-in in test/e2e does): an echo job (prepare; prepare_script,
+// get_sources, step_script `echo hello`, cleanup_file_variables; cleanup)
+// whose API requests are counted from the node apiserver's audit log, and
+// trivial stages (`true`) timed from the process's start to its exit, as
+// the runner sees a stage.
+
+// echoJobStages are the stages the runner runs for a job with one command
+// and no cache, artifacts or after_script, with their scripts' bodies.
+var echoJobStages = []struct{ name, body string }{
+	{"prepare_script", `echo "Running on $(hostname)..."`},
+	{"get_sources", "mkdir -p /builds/project"},
+	{"step_script", "echo hello"},
+	{"cleanup_file_variables", "rm -f /builds/project.tmp/gitlab_runner_env"},
+}
+
+// gitlabJob is one job of the runner's environment for `tether gitlab`.
+type gitlabJob struct {
+	bin, dir, pod string
+	env           []string
+}
+
+func newGitlabJob(cfg *config, n *node, ws *workspace, id int64) (*gitlabJob, error) {
+	dir, err := os.MkdirTemp(ws.dir, "gitlab-")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := json.Marshal(map[string]any{
+		"id": id, "token": "bench", "image": map[string]any{"name": n.images.build},
+		"runner_info": map[string]any{"timeout": 600},
+		"job_info":    map[string]any{"id": id, "name": "bench", "project_id": 42},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "response.json"), resp, 0o600); err != nil {
+		return nil, err
+	}
+	conf := fmt.Sprintf("kubeconfig: %s\nhelper-image: %s\ngitlab-helper-image: none\npull-policy: Never\n", n.kubeconfig, n.images.helper)
+	if err := os.WriteFile(filepath.Join(dir, "tether.yaml"), []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	j := &gitlabJob{bin: cfg.tether, dir: dir, pod: fmt.Sprintf("tether-gitlab-r7-j%d", id)}
+	j.env = append(os.Environ(),
+		"JOB_RESPONSE_FILE="+filepath.Join(dir, "response.json"),
+		"BUILD_FAILURE_EXIT_CODE=1", "SYSTEM_FAILURE_EXIT_CODE=2",
+		"TETHER_CONFIG="+filepath.Join(dir, "tether.yaml"),
+		"CUSTOM_ENV_CI_RUNNER_ID=7", "CUSTOM_ENV_CI_RUNNER_VERSION=18.1.3",
+		fmt.Sprintf("CUSTOM_ENV_CI_JOB_ID=%d", id), "CUSTOM_ENV_CI_PROJECT_ID=42", "CUSTOM_ENV_CI_PIPELINE_ID=99",
+	)
+	return j, nil
+}
+
+// command runs `tether gitlab ARGS...` and returns its stdout and how
+// long the process took, start to exit.
+func (j *gitlabJob) command(ctx context.Context, args ...string) (string, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, j.bin, append([]string{"gitlab"}, args...)...)
+	cmd.Env, cmd.Dir = j.env, j.dir
+	out, d, err := timedOutput(cmd)
+	return string(out), d, err
+}
+
+// stage runs one stage whose script's commands are body.
+func (j *gitlabJob) stage(ctx context.Context, name, body string) (string, time.Duration, error) {
+	script := filepath.Join(j.dir, "script-"+name)
+	if err := os.WriteFile(script, []byte("#!/usr/bin/env bash\n"+body+"\n"), 0o700); err != nil {
+		return "", 0, err
+	}
+	return j.command(ctx, "run", script, name)
+}
+
+// gitlabStages measures the echo job's API requests and the trivial
+// stage's time and adds them to sec.
+func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec *section, log *slog.Logger) error {
+	audit := filepath.Join(cfg.e2eDir, "logs", "audit.log")
+	id := time.Now().UnixNano() % 1_000_000_000
+	j, err := newGitlabJob(cfg, n, ws, id)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if out, _, err := j.command(ctx, "prepare"); err != nil {
+		return fmt.Errorf("prepare: %w\n%s", err, tailOf([]byte(out), 600))
+	}
+	defer func() { _, _, _ = j.command(context.WithoutCancel(ctx), "cleanup") }()
+	for _, s := range echoJobStages {
+		out, _, err := j.stage(ctx, s.name, s.body)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w\n%s", s.name, err, tailOf([]byte(out), 600))
+		}
+		if s.name == "step_script" && out != "hello\n" {
+			return fmt.Errorf("step_script printed %q, want %q", out, "hello\n")
+		}
+	}
+	echoEnd := time.Now()
+	// The trivial stages, in the same pod.
+	rounds := max(cfg.repeat*5, 15)
+	var stages durations
+	for range rounds {
+		out, d, err := j.stage(ctx, "step_script", "true")
+		if err != nil {
+			return fmt.Errorf("trivial stage: %w\n%s", err, tailOf([]byte(out), 600))
+		}
+		stages = append(stages, d)
+	}
+	cleanupStart := time.Now()
+	if out, _, err := j.command(ctx, "cleanup"); err != nil {
+		return fmt.Errorf("cleanup: %w\n%s", err, tailOf([]byte(out), 600))
+	}
+	end := time.Now()
+	log.Info("gitlab stages", "median", stages.median(), "rounds", rounds)
+
+	t := &table{head: []string{"GitLab driver (real node)", "result"}}
+	t.add(fmt.Sprintf("trivial stage (`true`), `tether gitlab run` start → exit, %d stages", rounds),
+		fmt.Sprintf("median %s, p90 %s, min %s", ms(stages.median()), ms(stages.percentile(90)), ms(stages.min())))
+	sec.goals = append(sec.goals, goal{
+		measure: "GitLab stage overhead (trivial stage, as the runner sees it)",
+		tether:  "median " + ms(stages.median()), baseline: "GitLab k8s executor ≈ 500 ms",
+		target: "≤ 20 ms", verdict: verdict(stages.median() <= 20*time.Millisecond),
+	})
+	// The audit log is written asynchronously: give it a moment.
+	time.Sleep(2 * time.Second)
+	counts, total, err := auditRequests(audit, j.pod, [][2]time.Time{{start, echoEnd}, {cleanupStart, end}})
+	if err != nil {
+		sec.notes = append(sec.notes, "API requests per echo job not counted: "+err.Error())
+		sec.goals = append(sec.goals, goal{measure: "API requests per GitLab echo job (audit log)", tether: "—", baseline: "GitLab's executor 39", target: "≤ 15", verdict: "skipped: no audit log"})
+	} else {
+		keys := make([]string, 0, len(counts))
+		for k := range counts {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			t.add("echo job requests: "+k, fmt.Sprint(counts[k]))
+		}
+		sec.goals = append(sec.goals, goal{
+			measure: "API requests per GitLab echo job (node apiserver audit log)",
+			tether:  fmt.Sprint(total), baseline: "GitLab's executor 39",
+			target: "≤ 15, every one with Tether's User-Agent", verdict: verdict(total <= 15 && counts["(not Tether's User-Agent)"] == 0),
+		})
+	}
+	sec.tabs = append(sec.tabs, t)
+	sec.notes = append(sec.notes, "GitLab driver: `tether gitlab` called as GitLab Runner's Custom executor calls it (each stage a new process; runner environment as test/e2e's stand-in sets it; gitlab-helper-image none). "+
+		"The echo job is prepare, prepare_script, get_sources, step_script (`echo hello`), cleanup_file_variables and cleanup; its requests are the audit log's entries (one per request) about its pod or the identity's access reviews, in its time windows, by User-Agent, verb and resource. "+
+		"The trivial stages run in the same pod between step_script and cleanup.")
+	return nil
+}
+
+// auditEvent is what the request count reads of an audit log line.
+type auditEvent struct {
+	AuditID   string `json:"auditID"`
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	URI       string `json:"requestURI"`
+	Received  string `json:"requestReceivedTimestamp"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+}
+
+// auditRequests counts the requests in the audit log at path that concern
+// pod (its name in the request), or are the GitLab driver's access reviews
+// and pod creates, received in one of windows, by "verb resource[/sub]" with "(not Tether's User-Agent)" for
+// those without it.
+func auditRequests(path, pod string, windows [][2]time.Time) (map[string]int, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("the node's apiserver keeps no audit log (%w): restart the node's apiserver with scripts/e2e-cluster-up.sh", err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	counts := map[string]int{}
+	total := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev auditEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.ObjectRef == nil || seen[ev.AuditID] {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, ev.Received)
+		if err != nil || !inWindows(at, windows) {
+			continue
+		}
+		// A create's URI does not name the object: the driver's pod
+		// creates and access reviews are the driver's (User-Agent) ones.
+		driver := strings.HasPrefix(ev.UserAgent, "tether/") && strings.HasSuffix(ev.UserAgent, " gitlab")
+		review := strings.HasPrefix(ev.ObjectRef.Resource, "selfsubject")
+		create := ev.Verb == "create" && ev.ObjectRef.Resource == "pods" && ev.ObjectRef.Subresource == ""
+		if !strings.Contains(ev.URI, pod) && ev.ObjectRef.Name != pod && !((review || create) && driver) {
+			continue
+		}
+		seen[ev.AuditID] = true
+		what := ev.Verb + " " + ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			what += "/" + ev.ObjectRef.Subresource
+		}
+		if !strings.HasPrefix(ev.UserAgent, "tether/") {
+			counts["(not Tether's User-Agent)"]++
+		}
+		counts[what]++
+		total++
+	}
+	if err := sc.Err(); err != nil && err != io.EOF {
+		return nil, 0, fmt.Errorf("read the audit log: %w", err)
+	}
+	return counts, total, nil
+}
+
+func inWindows(at time.Time, windows [][2]time.Time) bool {
+	for _, w := range windows {
+		if !at.Before(w[0]) && !at.After(w[1]) {
+			return true
+		}
+	}
+	return false
+}
