@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,13 @@ type connState struct {
 	lastRead atomic.Int64 // UnixNano of the last byte received
 	synced   atomic.Bool
 
+	// endNonce is the nonce of the resume that asks for the stream's end
+	// (Options.FromEnd; "" when the end is known); jobGate says whether
+	// the job went out after the answer (jobSent) or never will on this
+	// connection (jobWithheld: cancelled before).
+	endNonce string
+	jobGate  atomic.Int32
+
 	// pingMu guards pingNonce, the nonce of the ping sent on this
 	// connection and not answered yet ("" when none is): a connection has
 	// at most one ping in flight, so pings never queue up in the shim's
@@ -51,6 +59,13 @@ type connState struct {
 	mu        sync.Mutex
 	reason    error // why the session closed the connection itself
 }
+
+// States of connState.jobGate.
+const (
+	jobPending int32 = iota
+	jobSent
+	jobWithheld
+)
 
 // closeWith closes the connection once, remembering why.
 func (c *connState) closeWith(reason error) {
@@ -171,10 +186,17 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 	}
 	start := time.Now()
 	c.lastRead.Store(start.UnixNano())
-	c.send(protocol.Command{Cmd: protocol.CmdResume, From: s.st.next, Nonce: c.nonce})
-	if s.job != nil && !s.st.jobSeen {
-		c.sendLines(s.jobLine, protocol.CmdJob)
-		s.submitted = true
+	if s.st.findEnd {
+		// A resume past any end: the answer is an error that names the
+		// end, and the reader resumes from there and sends the job.
+		c.endNonce = randomHex(16)
+		c.send(protocol.Command{Cmd: protocol.CmdResume, From: math.MaxInt64, Nonce: c.endNonce})
+	} else {
+		c.send(protocol.Command{Cmd: protocol.CmdResume, From: s.st.next, Nonce: c.nonce})
+		if s.job != nil && !s.st.jobSeen {
+			c.sendLines(s.jobLine, protocol.CmdJob)
+			s.submitted = true
+		}
 	}
 	if s.job == nil {
 		// Attach: the answer says at once whether there is a job to follow.
@@ -212,6 +234,9 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 			close(c.stop)
 			<-c.writerDone
 			end.synced = c.synced.Load()
+			if c.jobGate.Load() == jobSent {
+				s.submitted = true
+			}
 			return end
 		case now := <-ticker.C:
 			idle := now.Sub(time.Unix(0, c.lastRead.Load()))
@@ -227,6 +252,11 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 		case <-ctxDone:
 			ctxDone = nil
 			s.noteCancel(ctx)
+			if c.endNonce != "" && c.jobGate.CompareAndSwap(jobPending, jobWithheld) {
+				// The job has not gone out and never will.
+				c.closeWith(fmt.Errorf("job not submitted: %w", s.cancelCause))
+				continue
+			}
 			c.send(s.cancelCommand())
 		case <-s.cancelExpired():
 			c.closeWith(errors.New("cancel timeout"))

@@ -124,6 +124,12 @@ type Options struct {
 	// the previous session's Result.Offset or StreamEnd reports it, so
 	// their records are not replayed. Attach takes its own offset.
 	From int64
+	// FromEnd makes Run start reading at the stream's end as the shim
+	// reports it on the first connection, instead of at From: the job goes
+	// out once the shim answered, over the same attach, where StreamEnd
+	// and Run take one attach each. For a shim that already ran other jobs
+	// and is idle (a GitLab job's next stage).
+	FromEnd bool
 	// ExitShim makes the session send the exit command once the job's result
 	// arrived, and wait briefly for the shim's final record.
 	ExitShim bool

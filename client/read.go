@@ -189,7 +189,13 @@ func (s *stream) sync(c *connState, rec protocol.Record) (serveEnd, bool) {
 		return serveEnd{}, false
 	}
 	var r protocol.Resumed
-	if json.Unmarshal(rec.Payload, &r) != nil || r.Nonce != c.nonce {
+	if json.Unmarshal(rec.Payload, &r) != nil {
+		return serveEnd{}, false
+	}
+	if s.findEnd && r.Nonce == c.endNonce {
+		return s.foundEnd(c, r)
+	}
+	if r.Nonce != c.nonce {
 		return serveEnd{}, false
 	}
 	if r.Error != "" {
@@ -312,4 +318,19 @@ func (s *stream) alive(c *connState, rec protocol.Record) (serveEnd, bool) {
 	}
 	return serveEnd{fatal: true, err: fmt.Errorf("%w: %w: the shim is idle and its output ends at offset %d; a job that ran there finished before it (attach from offset 0 to replay the whole stream)",
 		ErrNoResult, ErrNoJob, a.End)}, true
+}
+
+// foundEnd acts on the answer to the resume that asked for the stream's
+// end (Options.FromEnd): it resumes from that end and sends the job, unless
+// the session withheld it (cancelled first).
+func (s *stream) foundEnd(c *connState, r protocol.Resumed) (serveEnd, bool) {
+	if r.Error == "" || r.End < 0 {
+		return serveEnd{fatal: true, err: fmt.Errorf("the shim did not say where its record stream ends (resume answer %+v)", r)}, true
+	}
+	s.findEnd, s.next = false, r.End
+	c.send(protocol.Command{Cmd: protocol.CmdResume, From: r.End, Nonce: c.nonce})
+	if c.jobGate.CompareAndSwap(jobPending, jobSent) {
+		c.sendLines(s.jobLine, protocol.CmdJob)
+	}
+	return serveEnd{}, false
 }

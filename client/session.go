@@ -63,6 +63,12 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 	}
 	s.job, s.st.job, s.jobLine = &cmd, &cmd, jobLine
 	s.st.next = opts.From
+	if opts.FromEnd {
+		if opts.From != 0 {
+			return Result{}, errors.New("client.Run: Options.From and Options.FromEnd are both set")
+		}
+		s.st.findEnd, s.st.jobLine = true, jobLine
+	}
 	return s.run(ctx)
 }
 
@@ -127,6 +133,10 @@ type stream struct {
 	// exitShim: send the exit command after the job record
 	// (Options.ExitShim).
 	exitShim bool
+	// findEnd: the stream's end is not known yet (Options.FromEnd); the
+	// connection asks the shim for it and sends jobLine once it knows.
+	findEnd bool
+	jobLine []byte
 
 	next     int64 // offset of the next record wanted
 	res      Result

@@ -62,6 +62,12 @@ type TransportOptions struct {
 	// final record) still count, unless the kubelet rotated the log (10
 	// MiB by default).
 	NoLogReplay bool
+	// AttachFirst makes every Connect attach at once and read the pod
+	// only when the attach failed (to tell a pod that is gone or a
+	// container that ended from a broken connection), one request per
+	// connection instead of two: for a container known to run, such as
+	// the pod of a GitLab job between its stages.
+	AttachFirst bool
 }
 
 // Transport reaches a tether-shim in a pod through the pods/attach
@@ -122,13 +128,14 @@ func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.started.Swap(false) {
+	if t.started.Swap(false) || t.Options.AttachFirst {
 		// The container was just seen to start (Pod.Transport after
-		// WaitRunning): attach at once, and read the pod only to tell
-		// why the attach failed.
+		// WaitRunning), or is known to run: attach at once, and read the
+		// pod only to tell why the attach failed.
 		c, err := t.attach(ctx, cs)
 		if err != nil {
-			if _, cerr := t.checkContainer(ctx, cs); errors.Is(cerr, client.ErrShimGone) {
+			_, cerr := t.checkContainer(ctx, cs)
+			if errors.Is(cerr, client.ErrShimGone) || apierrors.IsUnauthorized(cerr) || apierrors.IsForbidden(cerr) {
 				return nil, cerr
 			}
 		}

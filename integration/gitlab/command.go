@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/gitlab"
@@ -89,7 +88,7 @@ func (f *Settings) logger() *slog.Logger {
 
 // gitlabPod returns the job's pod (its container: the build container),
 // a transport maker for a container of it, and the API server's address.
-func gitlabPod(cfg *Settings, env Env, log *slog.Logger) (*kube.Pod, func(kube.TransportOptions) client.Transport, string, error) {
+func gitlabPod(cfg *Settings, env Env, log *slog.Logger) (*kube.Pod, func(kube.TransportOptions) *kube.Transport, string, error) {
 	cmdutil.RouteKlog(log)
 	rc, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: cfg.Kubeconfig, Context: cfg.Context, Namespace: cfg.Namespace, UserAgent: version.UserAgent("gitlab")})
 	if err != nil {
@@ -100,5 +99,5 @@ func gitlabPod(cfg *Settings, env Env, log *slog.Logger) (*kube.Pod, func(kube.T
 		return nil, nil, "", err
 	}
 	pod := &kube.Pod{Client: cs, Namespace: ns, Name: name, Container: kube.BuildContainer, Logger: log}
-	return pod, func(o kube.TransportOptions) client.Transport { return pod.Transport(rc, o) }, rc.Host, nil
+	return pod, func(o kube.TransportOptions) *kube.Transport { return pod.Transport(rc, o) }, rc.Host, nil
 }

@@ -53,20 +53,8 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
 	}
-	// One read of the pod first: refused credentials or permissions fail
-	// the stage at once, where the attach would retry them for minutes.
-	if _, err := pod.Get(ctx); apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
-		fmt.Fprintf(stderr, "ERROR: tether: %v%s\n", err, apiAdvice(err))
-		return codes.SystemFailure
-	}
 	if helper != "" && gitlab.InHelper(stage) {
 		pod.Container = kube.HelperContainer
-	}
-	// Earlier stages' records stay in the shim's stream: start after them.
-	from, err := client.StreamEnd(ctx, transport(kube.TransportOptions{Logger: log}), 0, client.Options{Logger: log})
-	if err != nil {
-		fmt.Fprintf(stderr, "ERROR: tether: pod %s/%s container %s: %v\n", pod.Namespace, pod.Name, pod.Container, err)
-		return codes.SystemFailure
 	}
 	stageJob, warning := gitlabStageJob(stage, content, job, cfg, env)
 	if warning != "" {
@@ -79,8 +67,8 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		gate = client.NewLineGate(stdout)
 	}
 	notices := newStageNotices()
-	res, err := client.Run(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
-		client.Options{Output: gate, Logger: log, From: from, Events: notices.event})
+	res, err := runStage(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
+		client.Options{Output: gate, Logger: log, Events: notices.event})
 	// A script whose last line has no newline: the driver's lines start
 	// on a line of their own.
 	_ = gate.End(gate)

@@ -1,0 +1,47 @@
+package gitlab
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// runStage runs a stage's job in the container t reaches, with one attach
+// and no other request while the attach works: the session asks the shim
+// where its stream ends (earlier stages' records stay in it) and sends the
+// job over the same connection, and the transport reads the pod only when
+// an attach failed. A refused attach (credentials or permissions) ends the
+// stage at once, with what to do, where a broken one is retried.
+func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts client.Options) (client.Result, error) {
+	t.Options.AttachFirst = true
+	rt := &refusalStop{Transport: t}
+	opts.FromEnd = true
+	res, err := client.Run(ctx, rt, job, opts)
+	if rt.refused != nil {
+		err = fmt.Errorf("%w%s", rt.refused, apiAdvice(rt.refused))
+	}
+	return res, err
+}
+
+// refusalStop is a transport whose Connect stops the session's reconnects
+// when the API server refused the request for lack of credentials or
+// permissions: no retry can change that.
+type refusalStop struct {
+	*kube.Transport
+	refused error // the first refusal
+}
+
+func (r *refusalStop) Connect(ctx context.Context) (client.Conn, error) {
+	c, err := r.Transport.Connect(ctx)
+	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+		if r.refused == nil {
+			r.refused = err
+		}
+		return nil, fmt.Errorf("the API server refused the attach: %w: %w", client.ErrShimGone, err)
+	}
+	return c, err
+}
