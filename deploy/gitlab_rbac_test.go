@@ -10,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/tether-ci/tether/internal/gitlab"
+	"github.com/tether-ci/tether/integration/gitlab"
 )
 
 // TestGitLabRBAC: deploy/gitlab/rbac.yaml is one ServiceAccount bound to
-// one Role that grants exactly what the GitLab driver does (gitlab.Access,
+// one Role that grants exactly what the GitLab driver does (gitlab.Permissions,
 // which its prepare checks), no more: no ConfigMaps, no Secrets.
 func TestGitLabRBAC(t *testing.T) {
 	b, err := os.ReadFile("../" + gitlab.RBACFile)
@@ -60,7 +60,7 @@ func TestGitLabRBAC(t *testing.T) {
 		}
 	}
 	want := map[string][]string{}
-	for _, p := range gitlab.Access {
+	for _, p := range gitlab.Permissions() {
 		want[p.Resource] = append(want[p.Resource], p.Verbs...)
 	}
 	for _, m := range []map[string][]string{granted, want} {

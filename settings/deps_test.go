@@ -8,7 +8,7 @@ import (
 
 // The settings layer sits below every integration: of the project's own
 // packages it uses client/kube (and what that uses) alone, never a
-// command, an integration (internal/gitlab, …) or the shim.
+// command, an integration (integration/gitlab, …) or the shim.
 func TestSettingsDependencies(t *testing.T) {
 	allowed := deps.Project(t, "../client/kube")
 	for pkg := range deps.Project(t, ".") {

@@ -48,7 +48,7 @@
 // This package owns the settings and their translation into kube.Spec. It
 // imports client/kube (and of the project's packages only what that
 // imports), the Kubernetes API types, pflag and a YAML parser; never a
-// command (cmd/...), an integration (the GitLab driver, internal/gitlab,
+// command (cmd/...), an integration (the GitLab driver
 // or any later one) or the shim: integrations import settings, never the
 // reverse (deps_test.go checks it).
 package settings

@@ -19,7 +19,7 @@
 // log is followed with timestamps and resumed exactly after a cut, and its
 // exit code is the kubelet's.
 //
-// The package must never import cmd/tether, internal/gitlab or anything
+// The package must never import cmd/tether, the GitLab driver or anything
 // specific to another CI system; the settings arrive in a Settings value
 // (SettingsFromEnv builds one), so a shared settings layer can fill it in
 // later.

@@ -15,7 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client/kube"
-	"github.com/tether-ci/tether/internal/gitlab"
+	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 )
 
 // fakeAuthorizer answers SelfSubjectAccessReviews: allowed unless the

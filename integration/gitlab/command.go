@@ -7,8 +7,8 @@ import (
 	"log/slog"
 
 	"github.com/tether-ci/tether/client/kube"
+	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
-	"github.com/tether-ci/tether/internal/gitlab"
 	"github.com/tether-ci/tether/internal/version"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tether-ci/tether/internal/gitlab"
+	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 	"github.com/tether-ci/tether/internal/version"
 )
 

@@ -42,14 +42,15 @@
 // outcomes, job-log sentences) stay unexported: their wording is for the
 // job log's reader, not a contract, and may change with any release. The
 // runner's contract itself (the job response, exit code variables,
-// stages, pull policies, the RBAC permissions) is parsed by
-// internal/gitlab, which the project's tests and manifests share.
+// stages, pull policies, the RBAC permissions) is parsed by its internal
+// package runnerapi; Permissions and RBACFile export the permissions for
+// the project's manifests and their tests.
 //
 // # Imports
 //
 // This package imports the client (client, client/kube), the settings
-// layer (settings), the protocol and internal helpers (internal/gitlab,
-// internal/cmdutil, internal/contract, internal/version); never a command
+// layer (settings), the protocol, its own runnerapi and internal helpers
+// (internal/cmdutil, internal/contract, internal/version); never a command
 // (cmd/...), another integration (integration/...) or the shim
 // (deps_test.go checks it).
 package gitlab

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tether-ci/tether/internal/gitlab"
+	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 )
 
 // docBlocks returns the fenced blocks of language lang in a Markdown file.

@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/contract"
-	"github.com/tether-ci/tether/internal/gitlab"
 	"github.com/tether-ci/tether/settings"
 )
 

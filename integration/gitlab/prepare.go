@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/tether-ci/tether/client/kube"
-	"github.com/tether-ci/tether/internal/gitlab"
+	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 )
 
 // gitlabLabels map pod labels to the job variables that fill them.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
-	"github.com/tether-ci/tether/internal/gitlab"
 	"github.com/tether-ci/tether/protocol"
 )
 

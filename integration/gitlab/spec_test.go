@@ -12,7 +12,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
-	"github.com/tether-ci/tether/internal/gitlab"
+	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 	"github.com/tether-ci/tether/protocol"
 )
 

@@ -33,8 +33,8 @@ func Project(t testing.TB, pkgs ...string) map[string]bool {
 
 // Forbid fails t for every project package the package in the test's
 // directory (self, its path below Module) depends on that is one of
-// forbidden or below one of them; rule says what the package may use,
-// for the failure message.
+// forbidden or below one of them, its own sub-packages excepted; rule
+// says what the package may use, for the failure message.
 func Forbid(t testing.TB, self, rule string, forbidden ...string) {
 	t.Helper()
 	got := Project(t, ".")
@@ -42,8 +42,8 @@ func Forbid(t testing.TB, self, rule string, forbidden ...string) {
 		t.Fatalf("go list did not list %s itself (listed: %v)", self, got)
 	}
 	for pkg := range got {
-		if pkg == self {
-			continue
+		if pkg == self || strings.HasPrefix(pkg, self+"/") {
+			continue // its own sub-packages (internal ones) are its own
 		}
 		for _, f := range forbidden {
 			if pkg == f || strings.HasPrefix(pkg, f+"/") {

@@ -1,4 +1,4 @@
-package gitlab
+package runnerapi
 
 // RunnerCommand is the command the runner's generated stage scripts call
 // to extract and archive caches and to download and upload artifacts

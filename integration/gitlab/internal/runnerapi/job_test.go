@@ -1,4 +1,4 @@
-package gitlab
+package runnerapi
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package gitlab
+package runnerapi
 
 // Permission is one thing the driver does with the Kubernetes API in the
 // jobs' namespace: a verb on a resource ("pods", or a subresource such as

@@ -1,8 +1,8 @@
-// Package gitlab is the GitLab Runner Custom executor contract as Tether's
+// Package runnerapi is the GitLab Runner Custom executor contract as Tether's
 // driver (`tether gitlab`) uses it: the job response the runner writes to
 // JOB_RESPONSE_FILE, the variables it passes as CUSTOM_ENV_*, the stages it
 // runs, and the exit codes it reads back.
-package gitlab
+package runnerapi
 
 import (
 	"encoding/json"
