@@ -90,6 +90,28 @@ func (j *gitlabJob) stage(ctx context.Context, name, body string) (string, time.
 	return j.command(ctx, "run", script, name)
 }
 
+// gitlabSection is the GitLab driver on the real node, when there is one.
+func gitlabSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logger) (*section, error) {
+	sec := &section{title: "GitLab driver on the real node (scripts/e2e-cluster-up.sh)"}
+	stageGoal, requestGoal := "GitLab stage overhead (trivial stage, as the runner sees it)", "API requests per GitLab echo job (node apiserver audit log)"
+	n, why := findNode(ctx, cfg, os.Getenv)
+	if n == nil {
+		sec.notes = append(sec.notes, "**Skipped: no node** — "+why+".")
+		sec.goals = append(sec.goals,
+			goal{measure: stageGoal, tether: "—", baseline: "—", target: "≤ 20 ms", verdict: "skipped: no node"},
+			goal{measure: requestGoal, tether: "—", baseline: "—", target: "≤ 15", verdict: "skipped: no node"})
+		return sec, nil
+	}
+	if err := gitlabStages(ctx, cfg, n, ws, sec, log); err != nil {
+		log.Error("GitLab measurement failed", "err", err)
+		sec.notes = append(sec.notes, "**GitLab driver FAILED:** "+tailOf([]byte(err.Error()), 800))
+		sec.goals = append(sec.goals,
+			goal{measure: stageGoal, tether: "—", baseline: "—", target: "≤ 20 ms", verdict: "FAILED (see below)"},
+			goal{measure: requestGoal, tether: "—", baseline: "—", target: "≤ 15", verdict: "FAILED (see below)"})
+	}
+	return sec, nil
+}
+
 // gitlabStages measures the echo job's API requests and the trivial
 // stage's time and adds them to sec.
 func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec *section, log *slog.Logger) error {

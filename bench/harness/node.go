@@ -131,9 +131,6 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 	if err := echoJobs(ctx, cfg, n, ws, sec, log); err != nil {
 		failed(echoGoal, "≤ 1.1×", err)
 	}
-	if err := gitlabStages(ctx, cfg, n, ws, sec, log); err != nil {
-		failed("GitLab stage overhead and API requests per echo job", "≤ 20 ms; ≤ 15", err)
-	}
 	if err := bulkJobs(ctx, cfg, n, ws, sec, log); err != nil {
 		failed("bulk output through real attach", "exact", err)
 	}
