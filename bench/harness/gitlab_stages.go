@@ -210,7 +210,7 @@ type auditEvent struct {
 func auditRequests(path, pod string, windows [][2]time.Time) (map[string]int, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("the node's apiserver keeps no audit log (%w): restart the node's apiserver with scripts/e2e-cluster-up.sh", err)
+		return nil, 0, fmt.Errorf("the node's apiserver keeps no audit log (%w): restart the node's apiserver with one: TETHER_E2E_AUDIT=restart scripts/e2e-cluster-up.sh, with nothing else running on the node", err)
 	}
 	defer f.Close()
 	seen := map[string]bool{}
