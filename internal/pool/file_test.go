@@ -67,6 +67,10 @@ pools:
 // Every mistake gives a clear message naming the file, the pool and the
 // key, with the words `tether run` uses for the same key.
 func TestParseMessages(t *testing.T) {
+	patchFile := filepath.Join(t.TempDir(), "patch.yaml")
+	if err := os.WriteFile(patchFile, []byte("spec:\n  restartPolicy: Always\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ name, body, want string }{
 		{"not YAML", "pools: [", "pools.yaml: not valid YAML"},
 		{"not a map", "- a\n- b\n", `pools.yaml: want a map with the key "pools"`},
@@ -85,6 +89,8 @@ func TestParseMessages(t *testing.T) {
 		{"no image", "pools:\n- name: a\n  size: 2\n", `pools.yaml: pool "a": no image: every pool needs the image of its build container (key image)`},
 		{"no name", "pools:\n- image: x\n", "pools.yaml: pool 1: no name: every pool needs a name (key name)"},
 		{"bad name", "pools:\n- name: Big_Pool\n  image: x\n", `pools.yaml: pool "Big_Pool": --name "Big_Pool" is not a DNS label`},
+		{"name too long", "pools:\n- name: " + strings.Repeat("a", 41) + "\n  image: x\n", "is longer than 40 characters"},
+		{"patch over tether", "pools:\n- name: a\n  image: x\n  pod-patch: " + patchFile + "\n", `pools.yaml: pool "a": kube: the pod settings to hash: kube: pod patch changes spec.restartPolicy`},
 		{"negative size", "pools:\n- name: a\n  image: x\n  size: -1\n", `pools.yaml: pool "a": --size -1 must not be negative`},
 		{"zero max-idle", "pools:\n- name: a\n  image: x\n  max-idle: 0s\n", `pools.yaml: pool "a": --max-idle 0s must be positive`},
 		{"duplicate name", "pools:\n- name: a\n  image: x\n- name: a\n  image: y\n", `pools.yaml: pool "a": the name is taken by pool 1`},

@@ -81,7 +81,25 @@ func (p *Pool) Validate() error {
 	if err := p.Security.Validate(); err != nil {
 		return err
 	}
-	return p.Pod.Validate()
+	if err := p.Pod.Validate(); err != nil {
+		return err
+	}
+	// What the warm pod's builder refuses (a name too long for its pods'
+	// names, a pod patch that breaks Tether's invariants, …).
+	spec, err := p.Spec("default")
+	if err != nil {
+		return err
+	}
+	if _, err := p.WarmPod(spec); err != nil {
+		return err
+	}
+	return nil
+}
+
+// WarmPod returns the objects of one new warm pod of the pool with spec
+// (Spec's), as client/kube builds it.
+func (p *Pool) WarmPod(spec kube.Spec) (*kube.Objects, error) {
+	return kube.WarmPod(spec, kube.WarmOptions{Pool: p.Name, MaxIdle: p.MaxIdle})
 }
 
 // Spec returns the kube.Spec of the pool's warm pods in namespace: the
