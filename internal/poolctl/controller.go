@@ -106,9 +106,9 @@ type leader struct {
 	lease    *coordinationv1.Lease
 
 	mu       sync.Mutex
-	backoffs map[string]*backoff      // pool → its create back-off (worker only)
-	marking  map[string]bool          // pod names being marked ready
-	claims   map[string][]time.Time   // pool → claims not refilled yet
+	backoffs map[string]*backoff    // pool → its create back-off (worker only)
+	marking  map[string]bool        // pod names being marked ready
+	claims   map[string][]time.Time // pool → claims not refilled yet
 }
 
 // lead keeps the pools until ctx ends (the lead lost or the process
