@@ -1,5 +1,7 @@
 package poolctl
 
+import rbacv1 "k8s.io/api/rbac/v1"
+
 // Permission is access the controller needs to one resource of the
 // namespace it keeps pools in.
 type Permission struct {
@@ -27,4 +29,13 @@ var Access = []Permission{
 var StatusAccess = []Permission{
 	{Group: "", Resource: "pods", Verbs: []string{"list"}},
 	{Group: "", Resource: "events", Verbs: []string{"list"}},
+}
+
+// PolicyRules returns ps as RBAC rules, one per permission.
+func PolicyRules(ps []Permission) []rbacv1.PolicyRule {
+	out := make([]rbacv1.PolicyRule, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{p.Group}, Resources: []string{p.Resource}, Verbs: append([]string(nil), p.Verbs...)})
+	}
+	return out
 }
