@@ -11,8 +11,7 @@ const (
 	// asked a pool for a warm pod and cold-started instead; the annotation
 	// AnnotationMissReason says why.
 	EventWarmMiss = "WarmPodMiss"
-	// AnnotationMissReason is the reason of a miss on its Event: a word
-	// such as "empty" (no idle pod), "settings" (no pod with the job's
-	// settings hash) or "lost" (every claim lost its race).
+	// AnnotationMissReason is the reason of a miss on its Event:
+	// client/kube's MissReason ("empty", "settings", "race", "api").
 	AnnotationMissReason = "tether.dev/miss-reason"
 )
