@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -492,4 +493,61 @@ func podEnd(p *corev1.Pod) time.Time {
 		}
 	}
 	return time.Now()
+}
+
+// The chart installed with helm: its Deployment runs `tether pool serve`
+// from the CLI image in-cluster, with the chart's Role, and fills the
+// pool of its values.
+func TestPoolHelmChartOnNode(t *testing.T) {
+	c := NewCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ns := c.NewNamespace(t, "poolctl-helm")
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, metricsPort, _ := net.SplitHostPort(poolFreeAddr(t))
+	// The node has no kube-proxy: the pod reaches the apiserver on the
+	// host's loopback (hostNetwork), so one replica and a free port.
+	values := fmt.Sprintf(`replicas: 1
+image: {tag: %q, pullPolicy: Never}
+metrics: {port: %s}
+logFormat: text
+pools:
+- name: helm
+  image: %s
+  helper-image: %s
+  size: 2
+  max-idle: 10m
+pod:
+  hostNetwork: true
+  dnsPolicy: Default
+  env:
+    - {name: KUBERNETES_SERVICE_HOST, value: %q}
+    - {name: KUBERNETES_SERVICE_PORT, value: %q}
+`, imageTag(), metricsPort, BusyboxImage, HelperImage, host, port)
+	vf := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(vf, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gcHelm(t, c.Kubeconfig, "install", "pool", filepath.Join(gcRepoRoot, "deploy", "helm", "tether-pool"), "--namespace", ns, "--values", vf)
+	t.Cleanup(func() { gcHelm(t, c.Kubeconfig, "uninstall", "pool", "--namespace", ns) })
+	defer func() {
+		if t.Failed() {
+			pods, _ := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=pool"})
+			for _, p := range pods.Items {
+				c.DumpPod(t, ns, p.Name)
+			}
+		}
+	}()
+	c.waitIdle(ctx, t, ns, "helm", 2, 3*time.Minute)
+	lease, err := c.Client.CoordinationV1().Leases(ns).Get(ctx, "tether-pool", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Errorf("Lease tether-pool: %v, %v: want a holder (the Deployment's replica)", err, lease)
+	}
 }
