@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -37,7 +38,7 @@ func newFakeCluster() *fakeCluster {
 		f.creates++
 		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
 		p.CreationTimestamp = metav1.Now()
-		p.UID = "uid-" + p.Name
+		p.UID = types.UID("uid-" + p.Name)
 		return false, nil, nil
 	})
 	return f
