@@ -372,7 +372,8 @@ func TestPoolControllerKeepsThePool(t *testing.T) {
 	}
 
 	// tether pool status: b ready, a's claims counted.
-	res := runCLI(ctx, t, c, buildTether(t), "pool", "status", "--kubeconfig", kc, "-n", ns, "--config", config)
+	// (Status reads Events: not the controller's Role, the admin's.)
+	res := runCLI(ctx, t, c, buildTether(t), "pool", "status", "--kubeconfig", c.Kubeconfig, "-n", ns, "--config", config)
 	t.Logf("tether pool status:\n%s%s", res.stdout, res.stderr)
 	if res.code != 0 {
 		t.Fatalf("tether pool status: exit %d", res.code)
