@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -44,21 +45,30 @@ func ApplyFile(fs *pflag.FlagSet, path string) error {
 	if err := dec.Decode(&doc); err != nil {
 		return fmt.Errorf("--%s %s: want a map of flag names to values: %w", ConfigFlag, path, err)
 	}
+	return ApplyValues(fs, path, doc)
+}
+
+// ApplyValues sets the flags of fs from doc, a map of long flag names to
+// values as a YAML config file holds them (decoded by encoding/json with
+// UseNumber, or by sigs.k8s.io/yaml: numbers as json.Number, int64 or
+// float64), with ApplyFile's rules and messages; where names the values
+// in every error ("pools.yaml: pool \"ci\"").
+func ApplyValues(fs *pflag.FlagSet, where string, doc map[string]any) error {
 	for _, key := range slices.Sorted(maps.Keys(doc)) {
 		fl := fs.Lookup(key)
 		if fl == nil || key == ConfigFlag {
-			return fmt.Errorf("%s: unknown key %q%s: keys are the long names of %s's flags (%s --help)", path, key, didYouMean(fs, key), fs.Name(), fs.Name())
+			return fmt.Errorf("%s: unknown key %q%s: keys are the long names of %s's flags (%s --help)", where, key, didYouMean(fs, key), fs.Name(), fs.Name())
 		}
 		if fl.Changed {
 			continue // the command line wins
 		}
 		values, err := configValues(doc[key], strings.Contains(fl.Usage, "repeatable"))
 		if err != nil {
-			return fmt.Errorf("%s: key %q (--%s): %w", path, key, key, err)
+			return fmt.Errorf("%s: key %q (--%s): %w", where, key, key, err)
 		}
 		for _, v := range values {
 			if err := fs.Set(key, v); err != nil {
-				return fmt.Errorf("%s: key %q: invalid value %q for --%s: %w", path, key, v, key, err)
+				return fmt.Errorf("%s: key %q: invalid value %q for --%s: %w", where, key, v, key, err)
 			}
 		}
 	}
@@ -113,6 +123,10 @@ func configScalar(v any) (string, error) {
 		return fmt.Sprint(v), nil
 	case json.Number:
 		return v.String(), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
 	case nil:
 		return "", fmt.Errorf("no value (null)")
 	default:

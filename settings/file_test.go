@@ -162,3 +162,20 @@ func TestDidYouMean(t *testing.T) {
 		}
 	}
 }
+
+// ApplyValues takes the values of a file another decoder read (int64 and
+// float64 numbers as sigs.k8s.io/yaml gives them) and names them by where.
+func TestApplyValues(t *testing.T) {
+	var s integration
+	fs := s.flagSet()
+	if err := ApplyValues(fs, "pools.yaml: pool \"a\"", map[string]any{"cpu": int64(2), "memory": "64Mi", "timeout": "90s", "keep": true}); err != nil {
+		t.Fatal(err)
+	}
+	if s.CPU != "2" || s.Memory != "64Mi" || s.Timeout != 90*time.Second || !s.Keep {
+		t.Errorf("values %+v", s)
+	}
+	err := ApplyValues(s.flagSet(), "pools.yaml: pool \"a\"", map[string]any{"cpu": 0.5, "imag": "x"})
+	if err == nil || !strings.Contains(err.Error(), `pools.yaml: pool "a": unknown key "imag" (did you mean "image"?)`) {
+		t.Errorf("error %v", err)
+	}
+}

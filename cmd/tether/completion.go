@@ -28,7 +28,7 @@ Prints a shell completion script for tether's commands and flags
 `
 
 // completionCommands are the subcommands completion offers.
-const completionCommands = "run attach gc gitlab actions completion version help"
+const completionCommands = "run attach gc pool gitlab actions completion version help"
 
 // gitlabCommands are the subcommands of `tether gitlab`.
 const gitlabCommands = "config prepare run cleanup"

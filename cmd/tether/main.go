@@ -8,6 +8,7 @@
 //	run.go         runCmd: `tether run`'s help and flags; the run (flags, validation, backends) is internal/runcmd
 //	attach.go      attachCmd: `tether attach`
 //	gc.go          gcCmd: `tether gc`'s help and flags; the command is internal/gccmd
+//	pool.go        poolCmd: `tether pool check|serve|status`'s help; the commands are internal/poolcmd
 //	gitlab.go      gitlabCmd: `tether gitlab`'s arguments and help; the driver is integration/gitlab
 //	actions.go     actionsCmd: `tether actions` (integration/actions)
 //	completion.go  completionCmd: `tether completion bash|zsh|fish`
@@ -82,6 +83,7 @@ Usage:
   tether run [flags] SCRIPT...     run a job (local child process, Kubernetes pod or container)
   tether attach [flags] POD        follow a job from a new process (runner restarted)
   tether gc [flags]                delete expired pods and orphaned resources
+  tether pool check|serve|status   warm pods: validate a pools file, keep the pools, show them
   tether gitlab config|prepare|run SCRIPT STAGE|cleanup
                                    the GitLab Runner Custom executor driver
   tether actions                   the GitHub Actions runner container hook
@@ -110,6 +112,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return attachCmd(ctx, rest, stdout, stderr)
 	case "gc":
 		return gcCmd(ctx, rest, stdout, stderr)
+	case "pool":
+		return poolCmd(ctx, rest, stdout, stderr)
 	case "gitlab":
 		return gitlabCmd(ctx, rest, stdout, stderr)
 	case "actions":
@@ -135,7 +139,7 @@ func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch args[0] {
-	case "run", "attach", "gc", "actions":
+	case "run", "attach", "gc", "actions", "pool":
 		return realMain(ctx, []string{args[0], "--help"}, stdout, stderr)
 	case "completion":
 		return completionCmd(ctx, []string{"--help"}, stdout, stderr)

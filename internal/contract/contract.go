@@ -112,3 +112,34 @@ const (
 	DefaultGraceSeconds        = 10
 	DefaultAfterTimeoutSeconds = 300
 )
+
+// Warm pods: pods of a pool, started before their jobs (`tether pool
+// serve` creates them with client/kube's WarmPod) and claimed by a job
+// (client/kube's Claim). These labels and annotations tie the controller,
+// the claimers and the cleaner together.
+const (
+	// LabelPool carries the name of the pool a warm pod belongs to.
+	LabelPool = "tether.dev/pool"
+	// LabelPoolHash carries the hash of the pod settings the warm pod was
+	// built from (client/kube's PoolHash): a job claims only a pod whose
+	// hash equals its own settings' hash, and the controller replaces pods
+	// whose hash is not the pool's current one.
+	LabelPoolHash = "tether.dev/pool-hash"
+	// LabelWarm is a warm pod's state: WarmStarting, WarmIdle or
+	// WarmClaimed. Claimers list only WarmIdle pods; the controller
+	// counts WarmStarting and WarmIdle pods as the pool's unclaimed ones.
+	LabelWarm = "tether.dev/warm"
+	// WarmStarting is LabelWarm of a warm pod whose shim has not answered
+	// yet: no job may claim it.
+	WarmStarting = "starting"
+	// WarmIdle is LabelWarm of a warm pod that runs and whose shim
+	// answered (its hello is in the container's log): a job may claim it.
+	WarmIdle = "idle"
+	// WarmClaimed is LabelWarm of a warm pod a job claimed: it serves that
+	// job only and is deleted when the job ends. The controller no longer
+	// counts it in its pool.
+	WarmClaimed = "claimed"
+	// AnnotationClaimedAt is when a job claimed the warm pod (RFC 3339
+	// with nanoseconds, UTC). The job's ID is in LabelJob.
+	AnnotationClaimedAt = "tether.dev/claimed-at"
+)

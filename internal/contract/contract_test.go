@@ -24,6 +24,10 @@ func TestContractStringsAreDefinedOnce(t *testing.T) {
 		contract.AnnotationTTL:       "AnnotationTTL",
 		contract.ShimImageRepository: "ShimImageRepository",
 		contract.CLIImageRepository:  "CLIImageRepository",
+		contract.LabelPool:           "LabelPool",
+		contract.LabelPoolHash:       "LabelPoolHash",
+		contract.LabelWarm:           "LabelWarm",
+		contract.AnnotationClaimedAt: "AnnotationClaimedAt",
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {

@@ -1,0 +1,41 @@
+package poolctl
+
+import rbacv1 "k8s.io/api/rbac/v1"
+
+// Permission is access the controller needs to one resource of the
+// namespace it keeps pools in.
+type Permission struct {
+	Group    string
+	Resource string
+	Verbs    []string
+}
+
+// Access is everything `tether pool serve` does in its namespace, no
+// more: deploy/'s Role grants exactly this (its tests check it), and the
+// e2e tests run the controller with a token bound to it.
+var Access = []Permission{
+	// Watch the pools' pods, create warm pods, mark them idle (update)
+	// and delete the unclaimed ones that must go.
+	{Group: "", Resource: "pods", Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+	// A warm pod is idle once its shim's hello is in its log.
+	{Group: "", Resource: "pods/log", Verbs: []string{"get"}},
+	// Events on the pods and on the Lease.
+	{Group: "", Resource: "events", Verbs: []string{"create", "patch"}},
+	// Leader election.
+	{Group: "coordination.k8s.io", Resource: "leases", Verbs: []string{"get", "create", "update"}},
+}
+
+// StatusAccess is what `tether pool status` reads.
+var StatusAccess = []Permission{
+	{Group: "", Resource: "pods", Verbs: []string{"list"}},
+	{Group: "", Resource: "events", Verbs: []string{"list"}},
+}
+
+// PolicyRules returns ps as RBAC rules, one per permission.
+func PolicyRules(ps []Permission) []rbacv1.PolicyRule {
+	out := make([]rbacv1.PolicyRule, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{p.Group}, Resources: []string{p.Resource}, Verbs: append([]string(nil), p.Verbs...)})
+	}
+	return out
+}
