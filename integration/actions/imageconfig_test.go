@@ -29,7 +29,10 @@ import (
 func TestStepArgv(t *testing.T) {
 	img := imageCommand{Entrypoint: []string{"/bin/tool", "--flag"}, Cmd: []string{"default", "cmd"}}
 	read := func() (imageCommand, error) { return img, nil }
-	unread := func() (imageCommand, error) { t.Fatal("the image was read for a step with an entry point"); return imageCommand{}, nil }
+	unread := func() (imageCommand, error) {
+		t.Fatal("the image was read for a step with an entry point")
+		return imageCommand{}, nil
+	}
 	for _, tc := range []struct {
 		entry string
 		args  []string
