@@ -100,7 +100,7 @@ func (l logConn) Close() error                { return l.c.Close() }
 // starts after the end of the one before it.
 type logRecords struct {
 	br      *bufio.Reader
-	from    int64 // the offset needed next
+	from    int64  // the offset needed next
 	buf     []byte // parse scratch
 	pending []byte // the rest of the current record not yet read
 	block   []byte // holds a block record read whole
