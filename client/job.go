@@ -19,6 +19,12 @@ type Job struct {
 	ID string
 	// Scripts are the main scripts' paths as the shim sees them.
 	Scripts []string
+	// Argv, instead of Scripts, is a program and its arguments run as the
+	// job's one main script without a shell (an image with none runs it
+	// too): Argv[0] is found on the scripts' PATH when it has no slash,
+	// as execvp does. The shim's records name it by Argv[0]. It needs a
+	// tether-shim that knows the job command's argv field.
+	Argv []string
 	// After are the after-scripts' paths, run after the main scripts
 	// whether they failed or not (and after a cancel).
 	After []string

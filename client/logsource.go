@@ -25,9 +25,26 @@ type LogSource interface {
 	OpenLog(ctx context.Context) (io.ReadCloser, error)
 }
 
-// errLogRotated is returned by the log filter when the log starts after the
-// offset the session needs.
-var errLogRotated = errors.New("the log starts after the offset needed (rotated)")
+// LogGapError is the error of a log that lacks records the session needs:
+// the container's log was rotated (the kubelet keeps a few files of 10 MiB
+// by default, and the pods/log API reads the newest) before they were read,
+// either before the first record the log still holds or between two of its
+// records. The output is then incomplete, and the session says so instead
+// of joining what comes before and after the gap.
+type LogGapError struct {
+	// After is the stream offset the session needed next: everything
+	// before it was read.
+	After int64
+	// Lost is the count of record-stream bytes missing from the log (the
+	// records from After up to the next one the log holds).
+	Lost int64
+}
+
+func (e *LogGapError) Error() string {
+	return fmt.Sprintf("output incomplete: %d bytes of the shim's record stream lost after stream offset %d "+
+		"(the container's log, read because the container ended while no connection was attached, was rotated by the kubelet before they were read)",
+		e.Lost, e.After)
+}
 
 // errBlockInterleaved is returned by the log filter when a block record in
 // the log does not end in a newline after its length: a line of another
@@ -61,8 +78,6 @@ func (s *session) readLog(ctx context.Context, ls LogSource) error {
 	switch {
 	case s.st.jobDone || s.st.exited:
 		return nil
-	case errors.Is(end.err, errLogRotated):
-		return fmt.Errorf("output lost: the shim's log was rotated and starts after offset %d, which this client needs", s.st.next)
 	case end.err != nil:
 		return fmt.Errorf("the shim's log: %w", end.err)
 	}
@@ -81,11 +96,11 @@ func (l logConn) Close() error                { return l.c.Close() }
 
 // logRecords yields the sequenced records of a log from offset from on,
 // whole lines at a time; anything else in the log is skipped. It fails with
-// errLogRotated when the first such record starts after from.
+// a *LogGapError when the first such record starts after from, or a record
+// starts after the end of the one before it.
 type logRecords struct {
 	br      *bufio.Reader
-	from    int64
-	started bool
+	from    int64  // the offset needed next
 	buf     []byte // parse scratch
 	pending []byte // the rest of the current record not yet read
 	block   []byte // holds a block record read whole
@@ -124,13 +139,13 @@ func (l *logRecords) Read(p []byte) (int, error) {
 		if rec.Seq < l.from {
 			continue
 		}
-		if !l.started && rec.Seq > l.from {
-			return 0, errLogRotated
+		if rec.Seq > l.from {
+			return 0, &LogGapError{After: l.from, Lost: rec.Seq - l.from}
 		}
 		if rec.Type == protocol.TypeBlock && line[len(line)-1] != '\n' {
 			return 0, fmt.Errorf("the block record at offset %d does not end where its length says: %w", rec.Seq, errBlockInterleaved)
 		}
-		l.started = true
+		l.from = rec.Next()
 		l.pending = line
 	}
 	n := copy(p, l.pending)

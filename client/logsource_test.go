@@ -20,6 +20,7 @@ import (
 type loggedShim struct {
 	*fakeShim
 	rotatedTo int64 // the log starts at this offset (0: whole)
+	gapAt     int64 // the record at this offset is missing from the log (0: none)
 	opened    int
 	// intoBlocks logs a diagnostic inside each block record's payload
 	// too, after its first line, as a runtime can when the log mixes
@@ -37,7 +38,7 @@ func (l *loggedShim) OpenLog(context.Context) (io.ReadCloser, error) {
 		if i+1 < len(l.offsets) {
 			end = l.offsets[i+1]
 		}
-		if off < l.rotatedTo {
+		if off < l.rotatedTo || (l.gapAt > 0 && off == l.gapAt) {
 			continue
 		}
 		rec := l.stream[off:end]
@@ -61,11 +62,16 @@ func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		rotated    bool
+		gap        bool
 		intoBlocks bool
 		wantErr    string
 	}{
 		{name: "whole log"},
-		{name: "rotated", rotated: true, wantErr: "rotated"},
+		{name: "rotated", rotated: true, wantErr: "output incomplete"},
+		// A record missing between two the log holds (rotated away while
+		// it was read): said with the offset, never the records after
+		// the gap glued to those before it.
+		{name: "gap inside the log", gap: true, wantErr: "output incomplete: 25 bytes of the shim's record stream lost after stream offset"},
 		// A log that mixes the shim's stderr into its stdout can have a
 		// diagnostic inside a block: an error saying so, never the
 		// block's bytes shifted.
@@ -83,6 +89,11 @@ func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 				go func() {
 					time.Sleep(50 * time.Millisecond)
 					f.cut()
+					if tc.gap {
+						l.mu.Lock()
+						l.gapAt = int64(len(l.stream))
+						l.mu.Unlock()
+					}
 					f.output("written while away\n")
 					f.blocks("in a block\ntwo lines, \\ \r raw\n")
 					f.record(protocol.TypeStatus, protocol.Status{Script: script, CommandExitCode: 4, Phase: "script", Job: c.ID})
@@ -128,8 +139,16 @@ func TestSessionReadsTheLogSourceAfterTheShimIsGone(t *testing.T) {
 				if !errors.Is(err, client.ErrNoResult) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Run: %v; want ErrNoResult mentioning %q", err, tc.wantErr)
 				}
-				if got := out.String(); !strings.HasPrefix("seen live\nwritten while away\n", got) {
-					t.Fatalf("output %q; want no more than what came before the broken block", got)
+				want := "seen live\nwritten while away\n"
+				if tc.gap {
+					want = "seen live\n"
+				}
+				if got := out.String(); !strings.HasPrefix(want, got) {
+					t.Fatalf("output %q; want no more than what came before the gap or the broken block (%q)", got, want)
+				}
+				var gap *client.LogGapError
+				if (tc.gap || tc.rotated) && (!errors.As(err, &gap) || gap.Lost <= 0 || gap.After <= 0) {
+					t.Fatalf("Run: %v; want a *LogGapError with the bytes lost and where", err)
 				}
 				return
 			}

@@ -30,13 +30,13 @@ const maxGaps = 3
 // opts.CancelTimeout for the result and returns it with Result.Cancelled
 // set and an error wrapping context.Cause(ctx).
 func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error) {
-	if len(job.Scripts)+len(job.After) == 0 {
+	if len(job.Scripts)+len(job.Argv)+len(job.After) == 0 {
 		return Result{}, errors.New("client.Run: the job has no scripts")
 	}
 	if job.ID == "" {
 		job.ID = newJobID()
 	}
-	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, After: job.After, Mask: job.Mask, Shell: job.Shell,
+	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, Argv: job.Argv, After: job.After, Mask: job.Mask, Shell: job.Shell,
 		AfterTimeoutMS: afterTimeoutMS(job.AfterTimeout), TimeoutMS: timeoutMS(job.Timeout)}
 	var files []protocol.Command
 	for _, f := range job.Files {

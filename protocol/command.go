@@ -61,6 +61,11 @@ type Command struct {
 	Scripts []string `json:"scripts,omitempty"`
 	// After are the after-scripts of a CmdJob, always run.
 	After []string `json:"after,omitempty"`
+	// Argv is a program and its arguments a CmdJob runs as its one main
+	// script, without a shell (an image with none runs it too): Argv[0] is
+	// looked up on the scripts' PATH when it has no slash, as execvp(3)
+	// does. It excludes Scripts; After may follow it.
+	Argv []string `json:"argv,omitempty"`
 	// Nonce is echoed in the answer to CmdPing and CmdResume.
 	Nonce string `json:"nonce,omitempty"`
 	// From is the offset CmdResume replays from.
@@ -150,8 +155,15 @@ func (c Command) Validate() error {
 			return errors.New(`run command needs a "script"`)
 		}
 	case CmdJob:
-		if len(c.Scripts)+len(c.After) == 0 {
-			return errors.New(`job command needs "scripts" or "after"`)
+		if len(c.Argv) > 0 {
+			if len(c.Scripts) > 0 {
+				return errors.New(`job command has both "argv" and "scripts": argv is the job's one main script`)
+			}
+			if c.Argv[0] == "" {
+				return errors.New(`job command's "argv" has an empty program name`)
+			}
+		} else if len(c.Scripts)+len(c.After) == 0 {
+			return errors.New(`job command needs "scripts", "argv" or "after"`)
 		}
 		for _, s := range append(append([]string{}, c.Scripts...), c.After...) {
 			if s == "" {
@@ -216,7 +228,7 @@ func AppendCommand(dst []byte, c Command) ([]byte, error) {
 	}
 	// JSON strings cannot carry bytes that are not UTF-8 (json.Marshal
 	// would replace them), so such a command cannot be sent faithfully.
-	for _, s := range append([]string{c.ID, c.Script, c.Nonce}, append(c.Scripts, c.After...)...) {
+	for _, s := range append(append([]string{c.ID, c.Script, c.Nonce}, append(c.Scripts, c.After...)...), c.Argv...) {
 		if !utf8.ValidString(s) {
 			return dst, fmt.Errorf("encode command: %q is not valid UTF-8 and cannot be sent in a JSON command (only a plain script path may hold such bytes)", s)
 		}

@@ -233,8 +233,11 @@ func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface)
 	}
 	name := t.container(pod)
 	// A helper container (Spec.Helper) is a native sidecar: its status is
-	// among the init containers'.
+	// among the init containers'; an ephemeral container's (a shim added
+	// to a running pod, as tether actions' container steps) among the
+	// ephemeral ones.
 	statuses := append(slices.Clone(pod.Status.ContainerStatuses), pod.Status.InitContainerStatuses...)
+	statuses = append(statuses, pod.Status.EphemeralContainerStatuses...)
 	for _, st := range statuses {
 		if st.Name != name {
 			continue

@@ -2,9 +2,7 @@ package actions
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strconv"
 	"strings"
@@ -22,24 +20,23 @@ import (
 // workspace.
 const EnvGitHubWorkspace = "GITHUB_WORKSPACE"
 
-// pollInterval is how often a container step's status is read while it
-// starts and after its log ends.
-const pollInterval = 500 * time.Millisecond
-
-// errUnstoppable is said when a container step is cancelled after it was
-// added to the pod.
-const errUnstoppable = "the step's container cannot be stopped through the Kubernetes API (an ephemeral container has no stop): " +
-	"it runs on until it ends, the job's pod reaches its deadline, or cleanup_job deletes the pod"
+// startPoll is how often a container step's status is read while it
+// starts.
+const startPoll = 200 * time.Millisecond
 
 // RunContainerStep is run_container_step: it runs the step's image as an
 // ephemeral container of the job's pod, which mounts the job's own
 // workspace and runner directories; the step's env reaches it through a
-// Secret owned by the pod (deleted after the step). The runner's fresh
-// file-command files and event payload are delivered first through the
-// job container's shim and the file-command files copied back after; the
-// container's log is followed byte-exact (resuming after a broken
-// connection), and the hook exits with the container's exit code as the
-// kubelet reports it. An outcome that cannot be known is a failure.
+// Secret owned by the pod (deleted after the step). The container's
+// command is the job pod's tether-shim, which runs the step's program
+// (its entry point and arguments, else the image's ENTRYPOINT and CMD read
+// from the registry) as a job: its output reaches stdout through the
+// shim's records, byte for byte and resumed by offset after a broken
+// connection, exactly like a script step's, and the hook exits with the
+// program's exit code. The runner's fresh file-command files and event
+// payload are delivered first through the job container's shim and the
+// file-command files copied back after. An outcome or an output that
+// cannot be known complete is a failure.
 func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 	st, err := podState(in.State)
 	if err != nil {
@@ -60,12 +57,27 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("run_container_step: %v", err)
 	}
+	stepArgs, err := splitArgs(args.EntryPointArgs)
+	if err != nil {
+		return h.fail("run_container_step: %v", err)
+	}
 	c, err := h.connect()
 	if err != nil {
 		return h.fail("%v", err)
 	}
 	pod := c.pod(h, st)
 	files, fileCmds, err := containerStepFiles(args.EnvironmentVariables, runnerTemp, h.warn)
+	if err != nil {
+		return h.fail("run_container_step: %v", err)
+	}
+	if args.Registry != nil && (args.Registry.Username != "" || args.Registry.Password != "") {
+		if err := addStepCredentials(ctx, h, c, st, args.Registry); err != nil {
+			return h.fail("%v", err)
+		}
+	}
+	argv, err := stepArgv(args.EntryPoint, stepArgs, func() (imageCommand, error) {
+		return readImageCommand(ctx, args.Image, pullConfig(ctx, h, c, st))
+	})
 	if err != nil {
 		return h.fail("run_container_step: %v", err)
 	}
@@ -79,47 +91,67 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 	awakeDone := make(chan struct{})
 	go func() { defer close(awakeDone); keepShimAwake(awake, h, c, pod, from) }()
 	defer func() { stopAwake(); <-awakeDone }()
-	if args.Registry != nil && (args.Registry.Username != "" || args.Registry.Password != "") {
-		if err := addStepCredentials(ctx, h, c, st, args.Registry); err != nil {
-			return h.fail("%v", err)
-		}
-	}
-	name, code := startContainerStep(ctx, h, c, st, &args)
-	if name == "" {
-		return code
+	name, err := startContainerStep(ctx, h, c, st, &args)
+	if err != nil {
+		return h.fail("%v", err)
 	}
 	// The container read its env when it started: the Secret goes after
 	// the step, whatever its end.
 	defer deleteStepSecret(ctx, h, c, st.Namespace, st.Pod+"-"+name+stepEnvSecretSuffix)
-	code = followContainerStep(ctx, h, c, st, name)
+	res, err := runContainerStep(ctx, h, c, st, name, argv)
 	stopAwake()
 	<-awakeDone
-	if code < 0 {
-		return h.fail("the step was cancelled (%v); %s", context.Cause(ctx), errUnstoppable)
+	switch {
+	case res.Cancelled:
+		return h.fail("the step was cancelled (%v)%s", context.Cause(ctx), stepCode(res))
+	case err != nil:
+		return h.fail("the step's outcome is unknown, so it failed: %v", err)
+	}
+	if res.Reconnects > 0 {
+		h.warn("the connection to the job's pod %s/%s broke %d times while the step ran; the step ran on and its output resumed where it stopped, nothing lost or repeated",
+			st.Namespace, st.Pod, res.Reconnects)
 	}
 	if len(fileCmds) > 0 {
 		if err := collectFileCommands(ctx, h, c, pod, from, fileCmds); err != nil {
-			return h.fail("the step ended with exit code %d, but its file commands (GITHUB_ENV, GITHUB_OUTPUT, ...) could not be copied back to the runner: %v", code, err)
+			return h.fail("the step ended with exit code %d, but its file commands (GITHUB_ENV, GITHUB_OUTPUT, ...) could not be copied back to the runner: %v", res.ExitCode, err)
 		}
 	}
-	return code
+	return exitCode(int32(res.ExitCode))
+}
+
+// pullConfig is the job pod's pull Secret's .dockerconfigjson (with the
+// step's own credentials, added before), nil when it has none or cannot be
+// read (then the registry is read anonymously, and says so if it must not).
+func pullConfig(ctx context.Context, h *Hook, c *cluster, st *State) []byte {
+	sec, err := c.cs.CoreV1().Secrets(st.Namespace).Get(ctx, st.Pod+pullSecretSuffix, metav1.GetOptions{})
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			h.logger().Debug("cannot read the job pod's pull Secret: reading the image's config without credentials", "err", err)
+		}
+		return nil
+	}
+	return sec.Data[corev1.DockerConfigJsonKey]
 }
 
 // startContainerStep creates the step's env Secret and adds its ephemeral
-// container to the pod. It returns the container's name, or "" and the
-// hook's exit code when it failed (its Secret is then deleted again).
-func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, args *Container) (string, int) {
+// container, a tether-shim, to the pod. It returns the container's name;
+// on an error its Secret is deleted again.
+func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, args *Container) (string, error) {
 	pods := c.cs.CoreV1().Pods(st.Namespace)
 	for attempt := 0; ; attempt++ {
 		p, err := pods.Get(ctx, st.Pod, metav1.GetOptions{})
 		if err != nil {
-			return "", h.fail("cannot read the job's pod %s/%s: %v", st.Namespace, st.Pod, err)
+			return "", fmt.Errorf("cannot read the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
 		}
 		name := nextStepName(p)
 		secret := st.Pod + "-" + name + stepEnvSecretSuffix
-		step, err := buildContainerStep(args, name, secret, h.warn)
+		shim, err := shimOfPod(p, name)
 		if err != nil {
-			return "", h.fail("run_container_step: %v", err)
+			return "", fmt.Errorf("run_container_step: %w", err)
+		}
+		step, err := buildContainerStep(args, name, secret, shim, h.warn)
+		if err != nil {
+			return "", fmt.Errorf("run_container_step: %w", err)
 		}
 		step.container.ImagePullPolicy = h.Settings.PullPolicy
 		for _, jc := range p.Spec.Containers {
@@ -132,17 +164,17 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, arg
 			warn = func(string, ...any) {} // said on the first attempt
 		}
 		if err := shapeStep(&step.container, h.Getenv(EnvHookTemplate), warn); err != nil {
-			return "", h.fail("run_container_step: %v", err)
+			return "", fmt.Errorf("run_container_step: %w", err)
 		}
 		if len(step.env) > 0 {
 			if err := createStepSecret(ctx, c, p, secret, step.env); err != nil {
-				return "", h.fail("%v", err)
+				return "", err
 			}
 		}
 		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, step.container)
 		_, err = pods.UpdateEphemeralContainers(ctx, st.Pod, p, metav1.UpdateOptions{})
 		if err == nil {
-			return name, 0
+			return name, nil
 		}
 		if len(step.env) > 0 {
 			deleteStepSecret(ctx, h, c, st.Namespace, secret)
@@ -150,123 +182,65 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, arg
 		if apierrors.IsConflict(err) && attempt < 5 {
 			continue // another writer changed the pod: read it again
 		}
-		return "", h.fail("cannot add the step's container to the job's pod %s/%s: %v", st.Namespace, st.Pod, err)
+		return "", fmt.Errorf("cannot add the step's container to the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
 	}
 }
 
-// followContainerStep waits for the step's container to start, follows
-// its log to stdout and returns its exit code (1 for a code outside
-// 1..255), or -1 when ctx ended. A container that cannot start, or whose
-// outcome cannot be known, is reported and fails the step.
-func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, name string) int {
+// runContainerStep waits for the step's container to start and runs argv
+// in it through its shim, the output to stdout. A container that cannot
+// start fails the step; a cancel through ctx cancels the program
+// (Result.Cancelled).
+func runContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, name string, argv []string) (client.Result, error) {
+	if err := waitStepStarted(ctx, h, c, st, name); err != nil {
+		if ctx.Err() != nil {
+			return client.Result{Cancelled: true}, err
+		}
+		return client.Result{}, err
+	}
+	p := &kube.Pod{Client: c.cs, Namespace: st.Namespace, Name: st.Pod, Container: name, Logger: h.logger()}
+	t := p.Transport(c.cfg, kube.TransportOptions{Logger: h.logger()})
+	return client.Run(ctx, t, client.Job{ID: st.Pod + "-" + name, Argv: argv},
+		client.Options{Output: h.Stdout, Logger: h.logger(), ReconnectTimeout: h.Settings.ReconnectTimeout, ExitShim: true})
+}
+
+// waitStepStarted waits until the step's container runs. One that cannot
+// start, or a pod that cannot be read for the reconnect timeout, is an
+// error.
+func waitStepStarted(ctx context.Context, h *Hook, c *cluster, st *State, name string) error {
 	pods := c.cs.CoreV1().Pods(st.Namespace)
 	budget := h.Settings.ReconnectTimeout
 	if budget <= 0 {
 		budget = client.DefaultReconnectTimeout
 	}
-	cur := &logCursor{out: h.Stdout}
-	lastOK := time.Now() // the pod was last read
-	logOK := lastOK      // the log was last read to its end
-	reconnects := 0
-	final := false
-	started := false
+	lastOK := time.Now()
 	for {
 		if ctx.Err() != nil {
-			return -1
+			return fmt.Errorf("cancelled while its container started: %w", context.Cause(ctx))
 		}
 		p, err := pods.Get(ctx, st.Pod, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return h.fail("the job's pod %s/%s is gone: the step's outcome is unknown, so it failed", st.Namespace, st.Pod)
+			return fmt.Errorf("the job's pod %s/%s is gone", st.Namespace, st.Pod)
 		case err != nil:
-			if ctx.Err() != nil {
-				return -1
-			}
 			if time.Since(lastOK) > budget {
-				return h.fail("the step's outcome is unknown, so it failed: the job's pod %s/%s could not be read for %v: %v", st.Namespace, st.Pod, budget, err)
-			}
-			sleep(ctx, pollInterval)
-			continue
-		}
-		lastOK = time.Now()
-		cs := stepStatus(p, name)
-		var term *corev1.ContainerStateTerminated
-		switch {
-		case cs != nil && cs.State.Terminated != nil:
-			term = cs.State.Terminated
-			final = true
-		case cs != nil && cs.State.Running != nil:
-			started = true
-		case cs != nil && cs.State.Waiting != nil && fatalWaiting[cs.State.Waiting.Reason]:
-			return h.fail("the step's container (image %s) cannot start: %s: %s", cs.Image, cs.State.Waiting.Reason, cs.State.Waiting.Message)
-		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-			return h.fail("the job's pod %s/%s ended (%s) before the step's container ran: the step failed", st.Namespace, st.Pod, p.Status.Phase)
-		}
-		if !started && !final {
-			sleep(ctx, pollInterval)
-			continue
-		}
-		err = readStepLog(ctx, c, st, name, cur, !final)
-		var werr *writeError
-		switch {
-		case ctx.Err() != nil:
-			return -1
-		case errors.As(err, &werr):
-			return h.fail("%v", err)
-		case err == nil && final:
-			if reconnects > 0 {
-				h.warn("the connection to the job's pod %s/%s broke %d times while the step ran; the step ran on and its output resumed where it stopped, nothing lost or repeated",
-					st.Namespace, st.Pod, reconnects)
-			}
-			return exitCode(term.ExitCode)
-		case err != nil:
-			h.logger().Debug("the step's log broke", "container", name, "err", err)
-			if !final {
-				reconnects++
-			}
-			if time.Since(logOK) > budget {
-				return h.fail("the step's outcome is unknown, so it failed: its log could not be read for %v: %v", budget, err)
+				return fmt.Errorf("the job's pod %s/%s could not be read for %v: %w", st.Namespace, st.Pod, budget, err)
 			}
 		default:
-			logOK = time.Now()
-		}
-		sleep(ctx, pollInterval)
-	}
-}
-
-// writeError is a failure to write the step's output (not the log's).
-type writeError struct{ err error }
-
-func (e *writeError) Error() string { return e.err.Error() }
-func (e *writeError) Unwrap() error { return e.err }
-
-// readStepLog reads the step container's log (following it while it
-// runs) into cur, from where cur stopped.
-func readStepLog(ctx context.Context, c *cluster, st *State, name string, cur *logCursor, follow bool) error {
-	opts := &corev1.PodLogOptions{Container: name, Follow: follow, Timestamps: true}
-	if t := cur.since(); !t.IsZero() {
-		opts.SinceTime = &metav1.Time{Time: t}
-	}
-	cur.reset()
-	rc, err := c.cs.CoreV1().Pods(st.Namespace).GetLogs(st.Pod, opts).Stream(ctx)
-	if err != nil {
-		return fmt.Errorf("open the log of the step's container %s: %w", name, err)
-	}
-	defer rc.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, rerr := rc.Read(buf)
-		if n > 0 {
-			if _, err := cur.Write(buf[:n]); err != nil {
-				return &writeError{err}
+			lastOK = time.Now()
+			cs := stepStatus(p, name)
+			switch {
+			case cs != nil && cs.State.Running != nil:
+				return nil
+			case cs != nil && cs.State.Terminated != nil:
+				t := cs.State.Terminated
+				return fmt.Errorf("the step's container (image %s) ended as it started, before its program ran: exit code %d, %s: %s", cs.Image, t.ExitCode, t.Reason, t.Message)
+			case cs != nil && cs.State.Waiting != nil && fatalWaiting[cs.State.Waiting.Reason]:
+				return fmt.Errorf("the step's container (image %s) cannot start: %s: %s", cs.Image, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+			case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+				return fmt.Errorf("the job's pod %s/%s ended (%s) before the step's container ran", st.Namespace, st.Pod, p.Status.Phase)
 			}
 		}
-		if rerr == io.EOF {
-			return nil
-		}
-		if rerr != nil {
-			return fmt.Errorf("read the log of the step's container %s: %w", name, rerr)
-		}
+		sleep(ctx, startPoll)
 	}
 }
 

@@ -6,10 +6,14 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tether-ci/tether/client/kube"
 )
 
 // Paths of a container step, as the runner translates them for a
@@ -33,10 +37,19 @@ const stepContainerPrefix = "step-"
 const stepEnvSecretSuffix = "-env"
 
 // containerStep is what one container step runs: its ephemeral container
-// and the variables that go into its env Secret.
+// (a tether-shim), the variables that go into its env Secret, and the
+// program the shim runs (argv).
 type containerStep struct {
 	container corev1.EphemeralContainer
 	env       map[string][]byte
+}
+
+// stepShim is how a container step's ephemeral container runs the job
+// pod's tether-shim: its arguments and the mounts that carry it (see
+// shimOfPod).
+type stepShim struct {
+	args   []string
+	mounts []corev1.VolumeMount
 }
 
 // errDockerfile is the error of a container action built from a
@@ -46,23 +59,20 @@ var errDockerfile = errors.New("the container action is built from a Dockerfile,
 	"(or set runs.image in its action.yml to docker://IMAGE)")
 
 // buildContainerStep builds the ephemeral container named name that runs
-// a container step: the step's image; its entry point as the command (else
-// the image's own ENTRYPOINT) and its arguments shell-split as the
-// runner's; the job pod's volumes mounted where the job container has
-// them (stepLinks make the /github paths of the runner's docker container
-// step); working directory StepWorkspace; the env through the Secret
-// secretName (never in the pod spec). Variables whose names a Secret
-// cannot hold are reported through warn and left out.
-func buildContainerStep(args *Container, name, secretName string, warn func(string, ...any)) (*containerStep, error) {
+// a container step: the step's image with the job pod's tether-shim as
+// its command (shim; the step's program reaches the shim in its job
+// command, see stepArgv), stdin open for attach; the job pod's volumes
+// mounted where the job container has them (stepLinks make the /github
+// paths of the runner's docker container step); working directory
+// StepWorkspace; the env through the Secret secretName (never in the pod
+// spec). Variables whose names a Secret cannot hold are reported through
+// warn and left out.
+func buildContainerStep(args *Container, name, secretName string, shim stepShim, warn func(string, ...any)) (*containerStep, error) {
 	if args.Image == "" {
 		if args.Dockerfile != "" {
 			return nil, errDockerfile
 		}
 		return nil, errors.New("the container step has no image")
-	}
-	argv, err := splitArgs(args.EntryPointArgs)
-	if err != nil {
-		return nil, err
 	}
 	wd := args.WorkingDirectory
 	if wd == "" {
@@ -72,22 +82,21 @@ func buildContainerStep(args *Container, name, secretName string, warn func(stri
 		return nil, err
 	}
 	ctr := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: name, Image: args.Image, Args: argv, WorkingDir: wd,
+		Name: name, Image: args.Image, WorkingDir: wd,
+		Command: []string{kube.ShimPath}, Args: slices.Clone(shim.args),
+		Stdin: true, StdinOnce: false, TTY: false,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		// Kubernetes forbids subPath mounts in ephemeral containers: the
 		// pod's volumes are mounted whole where the job container has
 		// them, and stepLinks point the /github paths into them.
-		VolumeMounts: []corev1.VolumeMount{
+		VolumeMounts: append([]corev1.VolumeMount{
 			{Name: workVolume, MountPath: WorkDir},
 			{Name: githubVolume, MountPath: GitHubDir},
-		},
+		}, shim.mounts...),
 		// The shell's pwd shows the working directory, not the link's
 		// target.
 		Env: []corev1.EnvVar{{Name: "PWD", Value: wd}},
 	}}
-	if args.EntryPoint != "" {
-		ctr.Command = []string{args.EntryPoint}
-	}
 	step := &containerStep{container: ctr, env: map[string][]byte{}}
 	for k, v := range runnerContainerEnv() {
 		step.env[k] = []byte(v)
@@ -169,4 +178,54 @@ func nextStepName(pod *corev1.Pod) string {
 			return name
 		}
 	}
+}
+
+// shimOfPod is how a container step named name runs the shim of the job
+// pod p: the job container's shim arguments with a spool of its own (on
+// the pod's tether volume, so its whole record stream stays for resume),
+// a deadline at the job container's (its --deadline counts from that
+// shim's start) and its TTL counted from the same start; and the job
+// container's mounts under /tether that carry the shim, the pod's
+// annotations and the files volume, whole (no subPath is allowed).
+func shimOfPod(p *corev1.Pod, name string) (stepShim, error) {
+	var build *corev1.Container
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == kube.BuildContainer {
+			build = &p.Spec.Containers[i]
+		}
+	}
+	if build == nil || len(build.Command) == 0 || build.Command[0] != kube.ShimPath {
+		return stepShim{}, fmt.Errorf("the job's pod %s/%s has no job container running tether-shim (was it made by tether actions?)", p.Namespace, p.Name)
+	}
+	started := p.CreationTimestamp.Time
+	if p.Status.StartTime != nil {
+		started = p.Status.StartTime.Time
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == kube.BuildContainer && cs.State.Running != nil {
+			started = cs.State.Running.StartedAt.Time
+		}
+	}
+	var s stepShim
+	for _, a := range build.Args {
+		switch {
+		case strings.HasPrefix(a, "--spool-dir="):
+			a = "--spool-dir=" + kube.SpoolDir + "-" + name
+		case strings.HasPrefix(a, "--deadline="):
+			secs, err := strconv.ParseInt(strings.TrimPrefix(a, "--deadline="), 10, 64)
+			if err == nil {
+				a = "--deadline=" + started.Add(time.Duration(secs)*time.Second).UTC().Format(time.RFC3339)
+			}
+		case strings.HasPrefix(a, "--created="), a == "--tty":
+			continue
+		}
+		s.args = append(s.args, a)
+	}
+	s.args = append(s.args, "--created="+started.UTC().Format(time.RFC3339))
+	for _, m := range build.VolumeMounts {
+		if (m.MountPath == "/tether" || strings.HasPrefix(m.MountPath, "/tether/")) && m.Name != "scripts" && m.SubPath == "" && m.SubPathExpr == "" {
+			s.mounts = append(s.mounts, m)
+		}
+	}
+	return s, nil
 }

@@ -11,7 +11,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tether-ci/tether/client/kube"
 )
+
+// testShim is a step's shim as shimOfPod makes it.
+var testShim = stepShim{args: []string{"--spool-dir=/tether/spool-step-3"}, mounts: []corev1.VolumeMount{{Name: "tether", MountPath: "/tether"}}}
 
 // stepArgs are run_container_step's args as ContainerActionHandler.cs
 // builds them for an action with runs.args and runs.entrypoint.
@@ -40,7 +45,7 @@ func stepArgs() *Container {
 func TestBuildContainerStep(t *testing.T) {
 	var warnings []string
 	warn := func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) }
-	step, err := buildContainerStep(stepArgs(), "step-3", "pod-step-3-env", warn)
+	step, err := buildContainerStep(stepArgs(), "step-3", "pod-step-3-env", testShim, warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +53,10 @@ func TestBuildContainerStep(t *testing.T) {
 	if c.Name != "step-3" || c.Image != "alpine:3" || c.WorkingDir != StepWorkspace {
 		t.Fatalf("name %q image %q workingDir %q", c.Name, c.Image, c.WorkingDir)
 	}
-	if !reflect.DeepEqual(c.Command, []string{"/entry.sh"}) {
-		t.Fatalf("command %q", c.Command)
-	}
-	if want := []string{"hello world", "it's", ""}; !reflect.DeepEqual(c.Args, want) {
-		t.Fatalf("args %q, want %q", c.Args, want)
+	// The shim is the command, stdin open for attach; the program
+	// travels in its job command.
+	if !reflect.DeepEqual(c.Command, []string{kube.ShimPath}) || !reflect.DeepEqual(c.Args, testShim.args) || !c.Stdin || c.StdinOnce || c.TTY {
+		t.Fatalf("command %q args %q stdin %v/%v tty %v", c.Command, c.Args, c.Stdin, c.StdinOnce, c.TTY)
 	}
 	if len(c.Env) != 1 || c.Env[0].Name != "PWD" || c.Env[0].Value != StepWorkspace {
 		t.Fatalf("the env is in the pod spec: %v", c.Env)
@@ -76,7 +80,7 @@ func TestBuildContainerStep(t *testing.T) {
 		}
 		mounts[m.MountPath] = m.Name
 	}
-	if want := map[string]string{WorkDir: workVolume, GitHubDir: githubVolume}; !reflect.DeepEqual(mounts, want) {
+	if want := map[string]string{WorkDir: workVolume, GitHubDir: githubVolume, "/tether": "tether"}; !reflect.DeepEqual(mounts, want) {
 		t.Fatalf("mounts %v, want %v", mounts, want)
 	}
 	links := map[string]string{}
@@ -93,18 +97,13 @@ func TestBuildContainerStep(t *testing.T) {
 	}
 }
 
-// A null entryPoint leaves the command unset: the image's ENTRYPOINT runs
-// with the arguments (docker's semantics, which Kubernetes keeps). Without
-// env of its own the step still gets the runner's GITHUB_ACTIONS and CI,
-// through the Secret.
-func TestBuildContainerStepImageEntrypoint(t *testing.T) {
+// Without env of its own the step still gets the runner's GITHUB_ACTIONS
+// and CI, through the Secret.
+func TestBuildContainerStepNoEnv(t *testing.T) {
 	args := &Container{Image: "x", EntryPointArgs: []string{"a", "b"}}
-	step, err := buildContainerStep(args, "step-1", "s", func(string, ...any) {})
+	step, err := buildContainerStep(args, "step-1", "s", testShim, func(string, ...any) {})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if step.container.Command != nil || !reflect.DeepEqual(step.container.Args, []string{"a", "b"}) {
-		t.Fatalf("command %q args %q", step.container.Command, step.container.Args)
 	}
 	if len(step.container.EnvFrom) != 1 || len(step.env) != 2 || step.container.WorkingDir != StepWorkspace || len(step.container.Env) != 1 {
 		t.Fatalf("envFrom %v env %v workingDir %q", step.container.EnvFrom, step.env, step.container.WorkingDir)
@@ -115,14 +114,14 @@ func TestBuildContainerStepImageEntrypoint(t *testing.T) {
 // with the reason.
 func TestBuildContainerStepErrors(t *testing.T) {
 	nop := func(string, ...any) {}
-	_, err := buildContainerStep(&Container{Dockerfile: "/r/_work/_actions/o/a/v1/Dockerfile"}, "step-1", "s", nop)
+	_, err := buildContainerStep(&Container{Dockerfile: "/r/_work/_actions/o/a/v1/Dockerfile"}, "step-1", "s", testShim, nop)
 	if !errors.Is(err, errDockerfile) || !strings.Contains(err.Error(), "docker://") {
 		t.Fatalf("a Dockerfile step: %v", err)
 	}
-	if _, err := buildContainerStep(&Container{}, "step-1", "s", nop); err == nil {
+	if _, err := buildContainerStep(&Container{}, "step-1", "s", testShim, nop); err == nil {
 		t.Fatal("a step without image was accepted")
 	}
-	if _, err := buildContainerStep(&Container{Image: "x", EntryPointArgs: []string{`"open`}}, "step-1", "s", nop); err == nil {
+	if _, err := splitArgs([]string{`"open`}); err == nil {
 		t.Fatal("an unterminated quote was accepted")
 	}
 }
@@ -225,7 +224,7 @@ func TestMergeAuths(t *testing.T) {
 // docker containers keep a CI the container's env sets.
 func TestBuildContainerStepOwnCIWins(t *testing.T) {
 	args := &Container{Image: "x", EnvironmentVariables: map[string]string{"CI": "false"}}
-	step, err := buildContainerStep(args, "step-1", "s", func(string, ...any) {})
+	step, err := buildContainerStep(args, "step-1", "s", testShim, func(string, ...any) {})
 	if err != nil {
 		t.Fatal(err)
 	}

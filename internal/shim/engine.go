@@ -192,7 +192,11 @@ func (e *engine) startScript(it *item, script string, ph phase) {
 		e.scriptDone(it, ph, st)
 		return
 	}
-	p, err := e.starter.start(scriptStart{path: script, shell: it.cmd.Shell, masks: e.masks.current()})
+	sc := scriptStart{path: script, shell: it.cmd.Shell, masks: e.masks.current()}
+	if ph == phaseMain && len(it.cmd.Argv) > 0 {
+		sc.argv = it.cmd.Argv
+	}
+	p, err := e.starter.start(sc)
 	if err != nil {
 		var se *startError
 		if errors.As(err, &se) {

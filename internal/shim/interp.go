@@ -109,3 +109,21 @@ func lookPath(name string, env []string) (string, bool) {
 	}
 	return "", false
 }
+
+// command returns the program and arguments that run sc: its argv as it
+// is (the program found on the scripts' PATH when its name has no slash,
+// as execvp does), else the script by argv. code and msg are set when it
+// cannot run.
+func (r *runner) command(sc scriptStart) (prog string, args []string, code int, msg string) {
+	if len(sc.argv) > 0 {
+		p, found := lookPath(sc.argv[0], r.env)
+		if !found {
+			return "", nil, codeNotFound, fmt.Sprintf("program %s not found in the container (not an executable file, or not on its PATH)", sc.argv[0])
+		}
+		return p, sc.argv, 0, ""
+	}
+	if code, msg := checkScript(sc.path); code != 0 {
+		return "", nil, code, msg
+	}
+	return r.argv(sc.path, sc.shell)
+}

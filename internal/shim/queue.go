@@ -51,9 +51,14 @@ type item struct {
 
 func newItem(c protocol.Command) *item {
 	it := &item{cmd: c, phase: phaseMain, done: protocol.JobDone{Job: c.ID}}
-	if c.Cmd == protocol.CmdRun {
+	switch {
+	case c.Cmd == protocol.CmdRun:
 		it.single = true
 		it.cmd.Scripts, it.cmd.After = []string{c.Script}, nil
+	case len(c.Argv) > 0:
+		// The program is the job's one main script; its records name
+		// it by argv[0].
+		it.cmd.Scripts = []string{c.Argv[0]}
 	}
 	return it
 }

@@ -95,10 +95,7 @@ func (p *process) wait() protocol.Status {
 
 // start starts a script; see starter.
 func (r *runner) start(sc scriptStart) (proc, error) {
-	if code, msg := checkScript(sc.path); code != 0 {
-		return nil, &startError{code: code, msg: msg}
-	}
-	prog, argv, code, msg := r.argv(sc.path, sc.shell)
+	prog, argv, code, msg := r.command(sc)
 	if code != 0 {
 		return nil, &startError{code: code, msg: msg}
 	}

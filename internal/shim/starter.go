@@ -24,6 +24,9 @@ type scriptStart struct {
 	shell string
 	// masks are the values replaced in its output (nil = none).
 	masks *maskSet
+	// argv, when set, is a program run directly instead of a script
+	// (a job command's argv): path is then its argv[0].
+	argv []string
 }
 
 // proc is a started script.

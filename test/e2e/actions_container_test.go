@@ -45,9 +45,8 @@ func containerStepWant() string {
 	return "from-script\n" +
 		"arg=[two words] who=[world & co] home=[/github/home] pwd=[/github/workspace]\n" +
 		"partial-rest\n" +
-		// The runtime's log (CRI) drops a carriage return before a
-		// newline; the runner's ReadLine drops it too.
-		"\x00\xff\xfebin\rary\n" +
+		// Byte for byte, the carriage return before the newline too.
+		"\x00\xff\xfebin\rary\r\n" +
 		strings.Repeat("L", 40000) + "\n" +
 		`{"ref":"refs/heads/main"}` + "\n" +
 		"no newline at the end"
@@ -67,7 +66,11 @@ func TestActionsContainerStep(t *testing.T) {
 	defer cancel()
 	// A short idle timeout: a container step runs beside the shim, and
 	// the hook must keep the shim from ending the pod under a long one.
-	r := newActionsRunner(t, c, ns, actions.EnvIdleTimeout+"=8s")
+	// The action's image comes from a registry (on loopback): the hook
+	// reads its ENTRYPOINT there, the kubelet pulls it (IfNotPresent:
+	// the other images are on the node).
+	actionImage := serveImage(t, "action")
+	r := newActionsRunner(t, c, ns, actions.EnvIdleTimeout+"=8s", actions.EnvPullPolicy+"=IfNotPresent")
 	// No credentials for the job: its pod's pull Secret exists anyway, so a
 	// container step's credentials can join it.
 	if res, err := r.PrepareJob(ctx, BashImage, nil, nil); err != nil || res.ExitCode != 0 {
@@ -127,9 +130,10 @@ func TestActionsContainerStep(t *testing.T) {
 		t.Fatalf("a step longer than the idle timeout: %v, exit %d, stdout %q, stderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
 
-	// No runs.entrypoint: the image's own ENTRYPOINT runs with the args.
-	// Its registry credentials join the job pod's pull Secret.
-	res, err = r.RunContainer(ctx, actionsrunner.ContainerStep{Image: ActionImage, Args: []string{"hello there", `say "hi"`},
+	// No runs.entrypoint: the image's own ENTRYPOINT, read from its
+	// registry, runs with the args. Its registry credentials join the job
+	// pod's pull Secret.
+	res, err = r.RunContainer(ctx, actionsrunner.ContainerStep{Image: actionImage, Args: []string{"hello there", `say "hi"`},
 		Registry: map[string]string{"username": "u", "password": "step-token", "serverUrl": "step.example.com"}})
 	if err != nil {
 		t.Fatalf("run_container_step: %v\nstderr %s", err, res.Stderr)
@@ -176,8 +180,8 @@ func TestActionsContainerStep(t *testing.T) {
 		t.Fatalf("a Dockerfile action: exit %d, stderr %s", res.ExitCode, res.Stderr)
 	}
 
-	// A cancel (SIGINT) ends the hook at once, non-zero, saying that the
-	// container runs on (Kubernetes cannot stop an ephemeral container).
+	// A cancel (SIGINT) stops the step's program through its shim: the
+	// hook ends non-zero saying so, and the step's container ends.
 	out := &safeBuffer{}
 	r.Tee = out
 	stepCtx, stop := context.WithCancel(ctx)
@@ -193,9 +197,21 @@ func TestActionsContainerStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "cancelled") || !strings.Contains(string(res.Stderr), "cannot be stopped") {
+	if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "cancelled") || !strings.Contains(string(res.Stderr), "ended with exit code 143") {
 		t.Fatalf("a cancelled container step: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout, res.Stderr)
 	}
+	c.WaitFor(ctx, t, "the cancelled step's container to end", func(ctx context.Context) (bool, error) {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, st.TetherPod, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, s := range p.Status.EphemeralContainerStatuses {
+			if s.Name == p.Spec.EphemeralContainers[len(p.Spec.EphemeralContainers)-1].Name {
+				return s.State.Terminated != nil, nil
+			}
+		}
+		return false, nil
+	})
 	cleanupLeavesNothing(ctx, t, c, ns, r)
 }
 
