@@ -24,6 +24,9 @@ type scriptStart struct {
 	shell string
 	// masks are the values replaced in its output (nil = none).
 	masks *maskSet
+	// env are the job's own variables (env_file), on top of the shim's
+	// environment for scripts.
+	env []string
 }
 
 // proc is a started script.
