@@ -24,6 +24,7 @@ func sectionFuncs() map[string]sectionFunc {
 		"overhead": overheadSection,
 		"memory":   memorySection,
 		"node":     nodeSection,
+		"pool":     poolSection,
 	}
 }
 
