@@ -24,42 +24,9 @@ func runKube(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.Wr
 		log.Error("cannot reach Kubernetes", "err", err)
 		return cmdutil.ExitTether
 	}
-	scripts, err := readScripts(job.Scripts)
-	if err != nil {
-		log.Error("cannot read the scripts", "err", err)
-		return cmdutil.ExitUsage
-	}
-	after, err := readScripts(job.After)
-	if err != nil {
-		log.Error("cannot read the scripts", "err", err)
-		return cmdutil.ExitUsage
-	}
-	env := map[string]string{}
-	for _, kv := range f.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	spec := kube.Spec{
-		Namespace:   ns,
-		JobID:       job.ID,
-		Image:       f.Image,
-		HelperImage: f.HelperImage,
-		Scripts:     scripts,
-		After:       after,
-		Env:         env,
-		Timeout:     f.Timeout,
-		TTL:         f.TTL,
-		IdleTimeout: f.IdleTimeout,
-		TTY:         f.TTY,
-	}
-	spec.AfterTimeout = f.AfterTimeout
-	if f.AfterTimeout == 0 {
-		spec.AfterTimeout = -1 // none: the flag's 0 means the after-scripts do not run after the timeout
-	}
-	f.Security.ApplyTo(&spec)
-	if err := f.Pod.ApplyTo(&spec); err != nil {
-		log.Error("invalid pod-shaping flag", "err", err)
-		return cmdutil.ExitUsage
+	spec, code := jobSpec(f, job, ns)
+	if code != 0 {
+		return code
 	}
 	if f.Pool != "" {
 		if code, ok := runWarm(ctx, f, cfg, cs, spec, job, stdout); ok {
@@ -98,6 +65,50 @@ func runKube(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.Wr
 	res, err := follow(ctx, f, pod.Transport(cfg, kube.TransportOptions{Logger: log}), pod, objs.Job, stdout, &begun)
 	// objs.Job names the scripts by their paths in the pod, as the statuses do.
 	return report(f, objs.Job, res, err, &begun)
+}
+
+// jobSpec returns the job's pod spec in namespace ns from the flags, or
+// the exit code of a usage error (logged).
+func jobSpec(f *Flags, job client.Job, ns string) (kube.Spec, int) {
+	log := f.Logger
+	scripts, err := readScripts(job.Scripts)
+	if err != nil {
+		log.Error("cannot read the scripts", "err", err)
+		return kube.Spec{}, cmdutil.ExitUsage
+	}
+	after, err := readScripts(job.After)
+	if err != nil {
+		log.Error("cannot read the scripts", "err", err)
+		return kube.Spec{}, cmdutil.ExitUsage
+	}
+	env := map[string]string{}
+	for _, kv := range f.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	spec := kube.Spec{
+		Namespace:   ns,
+		JobID:       job.ID,
+		Image:       f.Image,
+		HelperImage: f.HelperImage,
+		Scripts:     scripts,
+		After:       after,
+		Env:         env,
+		Timeout:     f.Timeout,
+		TTL:         f.TTL,
+		IdleTimeout: f.IdleTimeout,
+		TTY:         f.TTY,
+	}
+	spec.AfterTimeout = f.AfterTimeout
+	if f.AfterTimeout == 0 {
+		spec.AfterTimeout = -1 // none: the flag's 0 means the after-scripts do not run after the timeout
+	}
+	f.Security.ApplyTo(&spec)
+	if err := f.Pod.ApplyTo(&spec); err != nil {
+		log.Error("invalid pod-shaping flag", "err", err)
+		return kube.Spec{}, cmdutil.ExitUsage
+	}
+	return spec, 0
 }
 
 // follow attaches to the job's pod and follows the job to its result.
