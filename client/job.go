@@ -57,6 +57,23 @@ type Job struct {
 	// attached. The stopped script's status error starts with
 	// protocol.JobTimeoutReason. The shim's own deadline still applies.
 	Timeout time.Duration
+	// EnvFile, when set, is the Path of one of Files holding the job's
+	// variables (protocol.EncodeEnvFile): the shim gives them to the
+	// job's scripts on top of its own environment. A pod started before
+	// its job (a warm pod) gets the job's variables this way, never
+	// through a Secret. The file is deleted once the job ended, like
+	// every file of Files.
+	EnvFile string
+	// Deadline, when above 0, sets the shim's deadline to this long after
+	// it received the job (as tether-shim --deadline does from the
+	// shim's start): for a pod that was started before its job. Sent in
+	// milliseconds (at least 1 ms).
+	Deadline time.Duration
+	// TTL, when above 0, sets the shim's time to live to this long after
+	// it received the job, instead of the pod's TTL annotation (which
+	// counts from the pod's creation). Sent in milliseconds (at least 1
+	// ms).
+	TTL time.Duration
 }
 
 // timeoutMS is d as the job command's timeout_ms (0 = none).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/tether-ci/tether/protocol"
@@ -37,7 +38,8 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 		job.ID = newJobID()
 	}
 	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, Argv: job.Argv, After: job.After, Mask: job.Mask, Shell: job.Shell,
-		AfterTimeoutMS: afterTimeoutMS(job.AfterTimeout), TimeoutMS: timeoutMS(job.Timeout)}
+		AfterTimeoutMS: afterTimeoutMS(job.AfterTimeout), TimeoutMS: timeoutMS(job.Timeout),
+		EnvFile: job.EnvFile, DeadlineMS: timeoutMS(job.Deadline), TTLMS: timeoutMS(job.TTL)}
 	var files []protocol.Command
 	for _, f := range job.Files {
 		fc, err := fileCommands(f)
@@ -46,6 +48,9 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 		}
 		files = append(files, fc...)
 		cmd.Remove = append(cmd.Remove, f.Path)
+	}
+	if job.EnvFile != "" && !slices.Contains(cmd.Remove, job.EnvFile) {
+		return Result{}, fmt.Errorf("client.Run: Job.EnvFile %s is not the path of one of Job.Files", job.EnvFile)
 	}
 	if err := cmd.Validate(); err != nil {
 		return Result{}, fmt.Errorf("client.Run: %w", err)

@@ -110,6 +110,27 @@ type Command struct {
 	// script's status error starts with JobTimeoutReason; the job record
 	// follows as usual.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// EnvFile names a file inside the shim's --files-dir (delivered by
+	// CmdFile before the job) holding variables for a CmdJob's scripts:
+	// NAME=VALUE entries, each ended by a NUL byte (as /proc/PID/environ).
+	// The scripts get them on top of the shim's environment (a name in
+	// both takes the file's value). The shim reads the file when the job
+	// starts and never echoes or logs its content; list it in Remove so
+	// it is deleted when the job ended. This is how a pod that was started
+	// before its job (a warm pod) gets the job's variables without a
+	// Secret.
+	EnvFile string `json:"env_file,omitempty"`
+	// DeadlineMS sets the shim's deadline (tether-shim --deadline) to this
+	// many milliseconds after a CmdJob is received (0 = keep the shim's):
+	// the same deadline, with the same after-scripts' budget and final
+	// record, as one given at the shim's start. A job ID the shim already
+	// received does not move it.
+	DeadlineMS int64 `json:"deadline_ms,omitempty"`
+	// TTLMS sets the shim's time to live to this many milliseconds after
+	// a CmdJob is received (0 = keep the TTL of the pod's annotation):
+	// from then on the annotation file is no longer read. A job ID the
+	// shim already received does not move it.
+	TTLMS int64 `json:"ttl_ms,omitempty"`
 }
 
 // JobTimeoutReason starts the status error of a script the shim stopped
@@ -207,6 +228,15 @@ func (c Command) Validate() error {
 	}
 	if c.Shell != "" && !strings.HasPrefix(c.Shell, "/") {
 		return fmt.Errorf(`shell %q is not an absolute path: send the shell's full path inside the container`, c.Shell)
+	}
+	if c.EnvFile != "" && !strings.HasPrefix(c.EnvFile, "/") {
+		return fmt.Errorf(`env_file %q is not an absolute path inside the shim's files directory`, c.EnvFile)
+	}
+	if c.EnvFile != "" && c.Cmd != CmdJob {
+		return errors.New(`env_file belongs to a job command`)
+	}
+	if c.DeadlineMS < 0 || c.TTLMS < 0 {
+		return fmt.Errorf("deadline_ms %d and ttl_ms %d must not be negative", c.DeadlineMS, c.TTLMS)
 	}
 	if c.GraceMS < 0 {
 		return fmt.Errorf("grace_ms %d is negative", c.GraceMS)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -208,6 +209,8 @@ func FuzzCommandReader(f *testing.F) {
 		"\x18{\"cmd\":\"resume\",\"from\":12,\"nonce\":\"r\"}\n\x18{\"cmd\":\"exit\"}\n",
 		"{\"cmd\":\"exit\"}}\n", "{\"cmd\":\"run\",\"script\":\" \"}\n", "{\n", "\xff\xfe\n",
 		"{\"cmd\":\"run\",\"script\":\"a\\r\"}\n", "{\"CMD\":\"exit\"}\n", "/p\r\r\n",
+		"\x18{\"cmd\":\"job\",\"id\":\"w\",\"scripts\":[\"/f/a\"],\"env_file\":\"/f/.env-1\",\"deadline_ms\":60000,\"ttl_ms\":900000}\n",
+		"{\"cmd\":\"run\",\"script\":\"/a\",\"env_file\":\"/f/e\"}\n", "{\"cmd\":\"job\",\"scripts\":[\"/a\"],\"deadline_ms\":-1}\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -260,6 +263,31 @@ func FuzzCommandReader(f *testing.F) {
 		}
 		if _, err := r.Next(); !errors.Is(err, io.EOF) {
 			t.Fatalf("after the re-encoded commands: %v", err)
+		}
+	})
+}
+
+func FuzzEnvFile(f *testing.F) {
+	for _, s := range []string{"", "A=1\x00", "A=1\x00B=x=y\nz\x00", "=1\x00", "A\x00", "A=1", "\x00"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env, err := ParseEnvFile(data)
+		if err != nil {
+			return
+		}
+		m := map[string]string{}
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			m[k] = v
+		}
+		enc, err := EncodeEnvFile(m)
+		if err != nil {
+			t.Fatalf("parsed %q but cannot encode it back: %v", env, err)
+		}
+		back, err := ParseEnvFile(enc)
+		if err != nil || len(back) != len(m) {
+			t.Fatalf("round trip of %q: %q, %v", env, back, err)
 		}
 	})
 }

@@ -25,6 +25,7 @@ func sectionFuncs() map[string]sectionFunc {
 		"memory":   memorySection,
 		"node":     nodeSection,
 		"gitlab":   gitlabSection,
+		"pool":     poolSection,
 	}
 }
 

@@ -2,11 +2,14 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 )
 
@@ -49,4 +52,54 @@ func ExampleWarmPod() {
 	if _, err := kube.MarkWarmReady(ctx, cs, running); err != nil {
 		fmt.Println(err) // a Conflict: the pod changed meanwhile; look again
 	}
+}
+
+// ExampleClaim runs a job on a warm pod of the pool "small" when one has
+// the job's pod settings, and on a new pod otherwise (never waiting for
+// the pool). The job's scripts and variables travel over the attach
+// stream: the warm pod never holds them.
+func ExampleClaim() {
+	ctx := context.Background()
+	cfg, ns, err := kube.LoadConfig(kube.ConfigOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	spec := kube.Spec{
+		Namespace: ns,
+		Image:     "alpine:3",
+		Scripts:   []kube.Script{{Name: "build.sh", Content: []byte("echo building with $TOKEN\n")}},
+		Env:       map[string]string{"TOKEN": "s3cret-token"},
+		MaskEnv:   []string{"TOKEN"},
+		Timeout:   30 * time.Minute,
+	}
+	pod, err := kube.Claim(ctx, cs, kube.ClaimRequest{Pool: "small", Spec: spec})
+	if errors.Is(err, kube.ErrNoWarmPod) {
+		objs, berr := kube.Build(spec) // a cold start: create the pod and wait for it
+		if berr != nil {
+			fmt.Println(berr)
+			return
+		}
+		if pod, err = kube.Create(ctx, cs, objs, nil); err == nil {
+			pod.Job = objs.Job
+			err = pod.WaitRunning(ctx, kube.WaitOptions{})
+		}
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = pod.Delete(context.WithoutCancel(ctx)) }()
+	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{}), pod.Job,
+		client.Options{Output: os.Stdout, ExitShim: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("exit code", res.ExitCode)
 }

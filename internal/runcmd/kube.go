@@ -25,42 +25,14 @@ func runKube(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.Wr
 		log.Error("cannot reach Kubernetes", "err", err)
 		return cmdutil.ExitTether
 	}
-	scripts, err := readScripts(job.Scripts)
-	if err != nil {
-		log.Error("cannot read the scripts", "err", err)
-		return cmdutil.ExitUsage
+	spec, code := jobSpec(f, job, ns)
+	if code != 0 {
+		return code
 	}
-	after, err := readScripts(job.After)
-	if err != nil {
-		log.Error("cannot read the scripts", "err", err)
-		return cmdutil.ExitUsage
-	}
-	env := map[string]string{}
-	for _, kv := range f.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	spec := kube.Spec{
-		Namespace:   ns,
-		JobID:       job.ID,
-		Image:       f.Image,
-		HelperImage: f.HelperImage,
-		Scripts:     scripts,
-		After:       after,
-		Env:         env,
-		Timeout:     f.Timeout,
-		TTL:         f.TTL,
-		IdleTimeout: f.IdleTimeout,
-		TTY:         f.TTY,
-	}
-	spec.AfterTimeout = f.AfterTimeout
-	if f.AfterTimeout == 0 {
-		spec.AfterTimeout = -1 // none: the flag's 0 means the after-scripts do not run after the timeout
-	}
-	f.Security.ApplyTo(&spec)
-	if err := f.Pod.ApplyTo(&spec); err != nil {
-		log.Error("invalid pod-shaping flag", "err", err)
-		return cmdutil.ExitUsage
+	if f.Pool != "" {
+		if code, ok := runWarm(ctx, f, cfg, cs, spec, job, stdout); ok {
+			return code
+		}
 	}
 	objs, err := kube.Build(spec)
 	if err != nil {
@@ -88,21 +60,74 @@ func runKube(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.Wr
 		log.Error("the job's pod did not start", "err", err)
 		return cmdutil.ExitTether
 	}
-	log.Info("attaching", "pod", pod.Namespace+"/"+pod.Name, "container", pod.Container)
 	objs.Job.Mask = job.Mask   // masked values travel in the job command only
 	objs.Job.Shell = job.Shell // --shell: the job command chooses the shell
 	var begun scriptsBegun
+	res, err := follow(ctx, f, pod.Transport(cfg, kube.TransportOptions{Logger: log}), pod, objs.Job, stdout, &begun)
+	// objs.Job names the scripts by their paths in the pod, as the statuses do.
+	return report(f, objs.Job, res, err, &begun)
+}
+
+// jobSpec returns the job's pod spec in namespace ns from the flags, or
+// the exit code of a usage error (logged).
+func jobSpec(f *Flags, job client.Job, ns string) (kube.Spec, int) {
+	log := f.Logger
+	scripts, err := readScripts(job.Scripts)
+	if err != nil {
+		log.Error("cannot read the scripts", "err", err)
+		return kube.Spec{}, cmdutil.ExitUsage
+	}
+	after, err := readScripts(job.After)
+	if err != nil {
+		log.Error("cannot read the scripts", "err", err)
+		return kube.Spec{}, cmdutil.ExitUsage
+	}
+	env := map[string]string{}
+	for _, kv := range f.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	spec := kube.Spec{
+		Namespace:   ns,
+		JobID:       job.ID,
+		Image:       f.Image,
+		HelperImage: f.HelperImage,
+		Scripts:     scripts,
+		After:       after,
+		Env:         env,
+		Timeout:     f.Timeout,
+		TTL:         f.TTL,
+		IdleTimeout: f.IdleTimeout,
+		TTY:         f.TTY,
+	}
+	spec.AfterTimeout = f.AfterTimeout
+	if f.AfterTimeout == 0 {
+		spec.AfterTimeout = -1 // none: the flag's 0 means the after-scripts do not run after the timeout
+	}
+	f.Security.ApplyTo(&spec)
+	if err := f.Pod.ApplyTo(&spec); err != nil {
+		log.Error("invalid pod-shaping flag", "err", err)
+		return kube.Spec{}, cmdutil.ExitUsage
+	}
+	return spec, 0
+}
+
+// follow attaches to the job's pod and follows the job to its result.
+func follow(ctx context.Context, f *Flags, t client.Transport, pod *kube.Pod, job client.Job, stdout io.Writer, begun *scriptsBegun) (client.Result, error) {
+	f.Logger.Info("attaching", "pod", pod.Namespace+"/"+pod.Name, "container", pod.Container)
 	opts := client.Options{
 		Output:   stdout,
-		Events:   begun.events(cmdutil.Progress(log)),
-		Logger:   log,
+		Events:   begun.events(cmdutil.Progress(f.Logger)),
+		Logger:   f.Logger,
 		ExitShim: true,
 	}
 	f.OutputLimit.Apply(&opts)
-	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, opts)
+	return client.Run(ctx, t, job, opts)
+}
 
-	// objs.Job names the scripts by their paths in the pod, as the statuses do.
-	cmdutil.Report(log, res, err, jobAttrs(objs.Job, f.Start, res, begun.list())...)
+// report logs the job's summary and returns tether's exit code for it.
+func report(f *Flags, job client.Job, res client.Result, err error, begun *scriptsBegun) int {
+	cmdutil.Report(f.Logger, res, err, jobAttrs(job, f.Start, res, begun.list())...)
 	return cmdutil.ExitCode(res, err)
 }
 

@@ -58,6 +58,9 @@ type Flags struct {
 	HelperImage string        // --helper-image: image carrying tether-shim
 	Keep        bool          // --keep: do not delete the pod/container afterwards
 	IdleTimeout time.Duration // --idle-timeout: the shim exits when idle and unpinged this long
+	// Pool (--pool) names a pool of warm pods to claim the job's pod from
+	// (Kubernetes only); a miss starts a cold pod at once.
+	Pool string
 
 	// Kubernetes pod security (kube.Spec.Restricted and SecurityContext).
 	settings.Security
@@ -98,6 +101,7 @@ func NewFlagSet(f *Flags) *pflag.FlagSet {
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
 	fs.StringVar(&f.HelperImage, "helper-image", contract.DefaultHelperImage(), "image that carries tether-shim (for --kube and --docker)")
 	fs.BoolVar(&f.Keep, "keep", false, "keep the pod/container after the job")
+	fs.StringVar(&f.Pool, "pool", "", "claim a warm pod of this `POOL` (started by `tether pool serve`) when one has the job's pod settings; otherwise start a pod as usual")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 10*time.Minute, "the shim exits when no script runs and no client pinged it for this long (0 = never)")
 	f.Security.AddFlags(fs)
 	return fs
@@ -137,6 +141,9 @@ func (f *Flags) Validate(pos []string) error {
 	}
 	if !f.Local && !f.Docker && f.Image == "" {
 		return errors.New("choose a backend: --local (no cluster), --docker, or --image IMAGE for Kubernetes")
+	}
+	if f.Pool != "" && (f.Local || f.Docker) {
+		return errors.New("--pool applies to Kubernetes pods only, not to --local or --docker")
 	}
 	if f.Local && f.Image != "" {
 		return errors.New("--image has no meaning with --local (scripts run on this machine)")

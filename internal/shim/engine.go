@@ -49,6 +49,12 @@ type engine struct {
 	act        *activity // the pod's activity file (Config.ActivityFile)
 	ttlAt      time.Time // zero = no TTL
 	ttlRead    time.Time
+	// ttlFromJob is set once a job's ttl_ms set ttlAt: the annotation
+	// file is no longer read.
+	ttlFromJob bool
+	// deadline is the shim's deadline (zero = none): --deadline, or the
+	// last job's deadline_ms.
+	deadline time.Time
 
 	// expired is set once the deadline passed while an item ran: its main
 	// scripts were stopped, its after-scripts run until afterEnd, then the
@@ -88,7 +94,7 @@ func newEngine(cfg *Config, log *slog.Logger, em *emitter, st starter, files fil
 	e := &engine{cfg: cfg, log: log, em: em, starter: st, files: files, masks: m,
 		results: make(chan scriptResult, 1), waits: make(chan *running, 1),
 		seenJobs: map[string]bool{}, seenCancels: map[string]bool{}, lastActive: now,
-		act: newActivity(cfg.ActivityFile, cfg.IdleTimeout, log)}
+		act: newActivity(cfg.ActivityFile, cfg.IdleTimeout, log), deadline: cfg.Deadline}
 	e.refreshTTL(now, true)
 	go e.waitScripts()
 	return e
@@ -192,7 +198,16 @@ func (e *engine) startScript(it *item, script string, ph phase) {
 		e.scriptDone(it, ph, st)
 		return
 	}
-	sc := scriptStart{path: script, shell: it.cmd.Shell, masks: e.masks.current()}
+	if it.cmd.EnvFile != "" && it.env == nil {
+		env, err := e.files.readEnvFile(it.cmd.EnvFile)
+		if err != nil {
+			st.CommandExitCode, st.Error = codeCannotExecute, err.Error()
+			e.scriptDone(it, ph, st)
+			return
+		}
+		it.env = append([]string{}, env...)
+	}
+	sc := scriptStart{path: script, shell: it.cmd.Shell, masks: e.masks.current(), env: it.env}
 	if ph == phaseMain && len(it.cmd.Argv) > 0 {
 		sc.argv = it.cmd.Argv
 	}

@@ -56,6 +56,7 @@ func (e *engine) onCommand(ev commandEvent, now time.Time) {
 		if c.ID != "" {
 			e.seenJobs[c.ID] = true
 		}
+		e.jobLimits(c, now)
 		e.queue = append(e.queue, newItem(c))
 	case protocol.CmdCancel:
 		if c.ID != "" && e.seenCancels[c.ID] {

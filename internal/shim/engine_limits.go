@@ -12,8 +12,8 @@ func (e *engine) checkLimits(now time.Time) {
 			e.end(now, ending{reason: endDeadline, message: fmt.Sprintf("%s; the after-scripts' budget (%s) ran out too", e.expireMsg, e.afterBudget)}, e.cfg.Grace)
 			return
 		}
-	} else if !e.cfg.Deadline.IsZero() && !now.Before(e.cfg.Deadline) {
-		msg := fmt.Sprintf("job deadline %s reached", e.cfg.Deadline.UTC().Format(time.RFC3339))
+	} else if !e.deadline.IsZero() && !now.Before(e.deadline) {
+		msg := fmt.Sprintf("job deadline %s reached", e.deadline.UTC().Format(time.RFC3339))
 		if budget, source := e.cur.afterTimeout(e.cfg.AfterTimeout); budget > 0 {
 			e.expire(now, msg, budget, source)
 		} else {
@@ -86,10 +86,10 @@ func (e *engine) nextWake(now time.Time) time.Duration {
 	if e.expired {
 		consider(e.afterEnd)
 	} else {
-		consider(e.cfg.Deadline)
+		consider(e.deadline)
 	}
 	consider(e.ttlAt)
-	if e.cfg.TTLFile != "" {
+	if e.cfg.TTLFile != "" && !e.ttlFromJob {
 		consider(e.ttlRead.Add(ttlRecheck))
 	}
 	if e.cfg.IdleTimeout > 0 && e.cur == nil {
@@ -106,7 +106,7 @@ func (e *engine) nextWake(now time.Time) time.Duration {
 const ttlRecheck = 10 * time.Second
 
 func (e *engine) refreshTTL(now time.Time, first bool) {
-	if e.cfg.TTLFile == "" || (!first && now.Sub(e.ttlRead) < ttlRecheck) {
+	if e.cfg.TTLFile == "" || e.ttlFromJob || (!first && now.Sub(e.ttlRead) < ttlRecheck) {
 		return
 	}
 	e.ttlRead = now

@@ -176,6 +176,8 @@ func maskEnvValues(names []string, getenv func(string) string) ([]string, error)
 func redactMasks(input string) string {
 	var c protocol.Command
 	if json.Unmarshal([]byte(input), &c) != nil || len(c.Mask)+len(c.Data) == 0 {
+		// (A job's variables travel in a file command's data, never in
+		// the job command itself: env_file only names the file.)
 		if strings.Contains(input, `"mask"`) || strings.Contains(input, `"data"`) {
 			return "(not echoed: the command may carry masked values)"
 		}

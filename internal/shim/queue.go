@@ -47,6 +47,10 @@ type item struct {
 	timedOut  bool
 
 	done protocol.JobDone
+
+	// env are the job's variables from its env_file, read when its first
+	// script starts (nil until then).
+	env []string
 }
 
 func newItem(c protocol.Command) *item {

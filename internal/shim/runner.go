@@ -114,7 +114,7 @@ func (r *runner) start(sc scriptStart) (proc, error) {
 		sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
 	}
 	attr := &syscall.ProcAttr{
-		Env:   r.env,
+		Env:   withEnv(r.env, sc.env),
 		Files: []uintptr{devnull.Fd(), childOut.Fd(), childOut.Fd()},
 		Sys:   sys,
 	}

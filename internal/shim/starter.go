@@ -27,6 +27,9 @@ type scriptStart struct {
 	// argv, when set, is a program run directly instead of a script
 	// (a job command's argv): path is then its argv[0].
 	argv []string
+	// env are the job's own variables (env_file), on top of the shim's
+	// environment for scripts.
+	env []string
 }
 
 // proc is a started script.

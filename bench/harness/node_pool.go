@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tether-ci/tether/client/kube"
+)
+
+// poolRounds is the least number of warm and cold rounds of the pool
+// section (BENCH_REPEAT raises it).
+const poolRounds = 5
+
+// poolSection times an echo job through `tether run --pool` on a warm pod
+// against the same job on a cold pod, interleaved: the first output after
+// the command started, and the whole command.
+func poolSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logger) (*section, error) {
+	sec := &section{title: "Warm pods (`tether run --pool`) on the real node"}
+	firstGoal := "`tether run --pool` echo job: first output after the command starts"
+	wholeGoal := "`tether run --pool` echo job: whole command"
+	n, why := findNode(ctx, cfg, os.Getenv)
+	if n == nil {
+		sec.notes = append(sec.notes, "**Skipped: no node** — "+why+".")
+		for _, g := range []string{firstGoal, wholeGoal} {
+			sec.goals = append(sec.goals, goal{measure: g, tether: "—", baseline: "—", target: "—", verdict: "skipped: no node"})
+		}
+		return sec, nil
+	}
+	rounds := max(cfg.repeat, poolRounds)
+	warm, cold, err := poolEcho(ctx, cfg, n, ws, rounds, log)
+	if err != nil {
+		log.Error("pool measurement failed", "err", err)
+		sec.notes = append(sec.notes, "**Warm pods FAILED:** "+tailOf([]byte(err.Error()), 800))
+		for _, g := range []string{firstGoal, wholeGoal} {
+			sec.goals = append(sec.goals, goal{measure: g, tether: "—", baseline: "—", target: "—", verdict: "FAILED (see below)"})
+		}
+		return sec, nil
+	}
+	sec.notes = append(sec.notes, fmt.Sprintf("Each round first makes one warm pod of a pool with the job's settings (client/kube's WarmPod, as `tether pool serve` does; not timed), "+
+		"then runs `tether run --pool POOL --image … echo.sh` (it claims the warm pod) and the same command without `--pool` (a cold pod), "+
+		"each a whole CLI process; first output is from the process's start to the first byte on its stdout. %d rounds interleaved; median.", rounds))
+	t := &table{head: []string{"echo job on the node", "first output (median)", "range", "whole command (median)", "range"}}
+	t.add("warm: `tether run --pool …`", ms(warm.first.median()), ms(warm.first.min())+"–"+ms(warm.first.max()), ms(warm.whole.median()), ms(warm.whole.min())+"–"+ms(warm.whole.max()))
+	t.add("cold: `tether run …`", ms(cold.first.median()), ms(cold.first.min())+"–"+ms(cold.first.max()), ms(cold.whole.median()), ms(cold.whole.min())+"–"+ms(cold.whole.max()))
+	sec.tabs = append(sec.tabs, t)
+	sec.goals = append(sec.goals, goal{
+		measure:  firstGoal,
+		tether:   ms(warm.first.median()),
+		baseline: "cold " + ms(cold.first.median()),
+		target:   "≤ 100 ms",
+		verdict:  verdict(warm.first.median() <= 100*time.Millisecond),
+	}, goal{
+		measure:  wholeGoal,
+		tether:   ms(warm.whole.median()),
+		baseline: "cold " + ms(cold.whole.median()),
+		target:   "≤ 300 ms",
+		verdict:  verdict(warm.whole.median() <= 300*time.Millisecond),
+	})
+	return sec, nil
+}
+
+// echoTimes are the timings of a series of echo jobs.
+type echoTimes struct{ first, whole durations }
+
+// poolEcho runs the interleaved warm and cold echo jobs.
+func poolEcho(ctx context.Context, cfg *config, n *node, ws *workspace, rounds int, log *slog.Logger) (warm, cold echoTimes, err error) {
+	echo, err := ws.script("pool-echo.sh", "#!/bin/sh\necho hello\n")
+	if err != nil {
+		return warm, cold, err
+	}
+	k, err := newKubeEnv(n.kubeconfig, n.images)
+	if err != nil {
+		return warm, cold, err
+	}
+	pool := randomName("bench-")
+	settings := kube.Spec{Namespace: k.ns, Image: n.images.build, HelperImage: n.images.helper}
+	base := []string{"run", "--image", n.images.build, "--helper-image", n.images.helper, "--kubeconfig", n.kubeconfig, "--quiet"}
+	for r := range rounds {
+		name, err := startWarmPod(ctx, k, settings, pool)
+		if err != nil {
+			return warm, cold, err
+		}
+		wf, ww, err := timedFirstOutput(ctx, cfg.tether, append(append([]string{}, base...), "--pool", pool, echo)...)
+		if err != nil {
+			return warm, cold, fmt.Errorf("warm echo job: %w", err)
+		}
+		// A job that missed the pool ran cold: the pod is left, idle.
+		if got, gerr := k.cs.CoreV1().Pods(k.ns).Get(ctx, name, metav1.GetOptions{}); gerr == nil && got.Labels[kube.LabelWarm] != kube.WarmClaimed {
+			_ = k.cs.CoreV1().Pods(k.ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+			return warm, cold, fmt.Errorf("the warm echo job did not claim the warm pod %s (labels %v)", name, got.Labels)
+		}
+		warm.first, warm.whole = append(warm.first, wf), append(warm.whole, ww)
+		cf, cw, err := timedFirstOutput(ctx, cfg.tether, append(append([]string{}, base...), echo)...)
+		if err != nil {
+			return warm, cold, fmt.Errorf("cold echo job: %w", err)
+		}
+		cold.first, cold.whole = append(cold.first, cf), append(cold.whole, cw)
+		log.Info("pool echo", "round", r+1, "warm_first", wf.Round(time.Millisecond), "warm", ww.Round(time.Millisecond),
+			"cold_first", cf.Round(time.Millisecond), "cold", cw.Round(time.Millisecond))
+	}
+	return warm, cold, nil
+}
+
+// startWarmPod makes one claimable warm pod of pool and returns its name.
+func startWarmPod(ctx context.Context, k *kubeEnv, settings kube.Spec, pool string) (string, error) {
+	objs, err := kube.WarmPod(settings, kube.WarmOptions{Pool: pool, MaxIdle: 5 * time.Minute})
+	if err != nil {
+		return "", err
+	}
+	pod, err := kube.Create(ctx, k.cs, objs, nil)
+	if err != nil {
+		return "", err
+	}
+	fail := func(err error) (string, error) {
+		_ = pod.Delete(context.WithoutCancel(ctx))
+		return "", fmt.Errorf("warm pod %s: %w", pod.Name, err)
+	}
+	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: 2 * time.Minute}); err != nil {
+		return fail(err)
+	}
+	got, err := pod.Get(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := kube.MarkWarmReady(ctx, k.cs, got); err != nil {
+		return fail(err)
+	}
+	return pod.Name, nil
+}
+
+// timedFirstOutput runs bin with args; it returns how long after the
+// start the first byte reached its stdout, and how long it ran. The
+// output must be "hello\n".
+func timedFirstOutput(ctx context.Context, bin string, args ...string) (first, whole time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	var stderr tailBuffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	br := bufio.NewReader(stdout)
+	if _, err := br.Peek(1); err == nil {
+		first = time.Since(start)
+	}
+	rest, _ := io.ReadAll(br)
+	err = cmd.Wait()
+	whole = time.Since(start)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	if string(rest) != "hello\n" {
+		return 0, 0, errors.New("printed " + fmt.Sprintf("%q", rest) + ", want \"hello\\n\"")
+	}
+	return first, whole, nil
+}
+
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return string(t.b) }

@@ -1,0 +1,72 @@
+package runcmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
+)
+
+// runWarm runs the job on a warm pod of --pool (kube.Claim): no pod to
+// create, none to wait for; the scripts, variables and masked values go
+// over the attach stream. ok is false when no pod was claimed (the reason
+// is logged at debug level) or when the claimed pod was gone before the
+// job reached it (the claimed pod is deleted first): the caller then
+// starts a cold pod at once. Otherwise the output, exit code, cancel,
+// timeouts and cleanup are those of a cold pod.
+func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Interface, spec kube.Spec, job client.Job, stdout io.Writer) (code int, ok bool) {
+	log := f.Logger
+	pod, err := kube.Claim(ctx, cs, kube.ClaimRequest{Pool: f.Pool, Spec: spec, Logger: log})
+	if errors.Is(err, kube.ErrNoWarmPod) {
+		return 0, false // Claim logged why, at debug level
+	}
+	if err != nil {
+		log.Error("cannot build the pod", "err", err)
+		return cmdutil.ExitUsage, true
+	}
+	log.Info("claimed a warm pod", "pool", f.Pool, "pod", pod.Namespace+"/"+pod.Name)
+	pod.DeleteGrace = spec.TerminationGracePeriod
+	if f.Keep {
+		defer log.Info("keeping the pod (--keep)", "pod", pod.Namespace+"/"+pod.Name)
+	} else {
+		defer cmdutil.DeletePod(ctx, log, pod)
+		remove := cmdutil.OnForce(ctx, func() { cmdutil.DeletePod(ctx, log, pod) })
+		defer remove()
+	}
+	wj := pod.Job
+	wj.Mask = append(wj.Mask, job.Mask...) // masked values travel in the job command only
+	wj.Shell = job.Shell
+	t := &firstConnect{Transport: pod.Transport(cfg, kube.TransportOptions{Logger: log})}
+	var begun scriptsBegun
+	res, err := follow(ctx, f, t, pod, wj, stdout, &begun)
+	if !t.reached.Load() && ctx.Err() == nil {
+		log.Info("the warm pod was gone before the job reached it; starting a pod for the job", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return 0, false
+	}
+	return report(f, wj, res, err, &begun), true
+}
+
+// firstConnect is a pod's transport that remembers whether any connection
+// to the shim was made: before one, the job cannot have reached the shim,
+// so a job whose pod vanished may start afresh elsewhere. (Embedding keeps
+// the transport's other methods, such as client.LogSource's.)
+type firstConnect struct {
+	*kube.Transport
+	reached atomic.Bool
+}
+
+// Connect connects through the pod's transport.
+func (t *firstConnect) Connect(ctx context.Context) (client.Conn, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err == nil {
+		t.reached.Store(true)
+	}
+	return c, err
+}
