@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		gate = client.NewLineGate(stdout)
 	}
 	notices := newStageNotices()
-	res, err := client.Run(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
+	res, err := kube.Run(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
 		client.Options{Output: gate, Logger: log, From: from, Events: notices.event})
 	// A script whose last line has no newline: the driver's lines start
 	// on a line of their own.

@@ -98,7 +98,7 @@ func runKube(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.Wr
 		ExitShim: true,
 	}
 	f.OutputLimit.Apply(&opts)
-	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, opts)
+	res, err := kube.Run(ctx, pod.Transport(cfg, kube.TransportOptions{Logger: log}), objs.Job, opts)
 
 	// objs.Job names the scripts by their paths in the pod, as the statuses do.
 	cmdutil.Report(log, res, err, jobAttrs(objs.Job, f.Start, res, begun.list())...)
