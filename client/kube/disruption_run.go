@@ -83,6 +83,9 @@ func (t *Transport) connectWatched(ctx context.Context, w *disruptionWatch) (cli
 	}
 	c, err := t.connect(ctx)
 	if err != nil {
+		if !errors.Is(err, client.ErrShimGone) {
+			w.checkNode(ctx)
+		}
 		if d := w.disrupted(); d != nil {
 			return nil, d
 		}

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -15,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/tether-ci/tether/client"
 )
@@ -27,12 +24,15 @@ import (
 const (
 	preemptorSearch = 3 * time.Second
 	preemptorPoll   = 300 * time.Millisecond
+	// nodeCheckEvery bounds how often a session that cannot reach its
+	// shim has the pod's node read.
+	nodeCheckEvery = 5 * time.Second
 )
 
 // disruptionWatch follows one job's pod while its job runs (Run) and
 // notices involuntary disruptions: it watches the pod alone (one watch
-// request; the pod's node is read once when the node lifecycle controller
-// marks the pod not ready). On a disruption it records a DisruptedError
+// request; the pod's node is read when the node lifecycle controller
+// marks the pod not ready, and while the session cannot reach the shim). On a disruption it records a DisruptedError
 // and closes the transport's connections, so the session's next Connect
 // returns the error at once instead of retrying until its reconnect
 // timeout.
@@ -41,11 +41,13 @@ type disruptionWatch struct {
 	ns, name string
 	log      *slog.Logger
 
-	mu    sync.Mutex
-	err   *DisruptedError
-	last  *corev1.Pod
-	conns map[client.Conn]struct{}
-	found chan struct{} // closed once err is set
+	mu   sync.Mutex
+	err  *DisruptedError
+	last *corev1.Pod
+	// nodeChecked is when checkNode last read the node.
+	nodeChecked time.Time
+	conns       map[client.Conn]struct{}
+	found       chan struct{} // closed once err is set
 }
 
 func newDisruptionWatch(cs kubernetes.Interface, ns, name string, log *slog.Logger) *disruptionWatch {
@@ -104,60 +106,94 @@ func (w *disruptionWatch) set(e *DisruptedError) {
 }
 
 // run watches the pod until ctx ends, the pod is gone, or a disruption
-// was seen. A failed watch is made again with client-go's backoff.
+// was seen. A watch that ends is made again from the last version seen
+// (a failed one after a backoff, up to 30 s).
 func (w *disruptionWatch) run(ctx context.Context) {
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 6, Cap: 30 * time.Second}
-	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		done, err := w.watchOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.log.Debug("watching the job's pod for disruptions", "pod", w.ns+"/"+w.name, "err", err)
+	rv := ""
+	for ctx.Err() == nil {
+		done, err := w.watchFrom(ctx, &rv)
+		if done {
+			return
 		}
-		return done || ctx.Err() != nil, nil
-	})
+		if err == nil {
+			backoff.Duration = time.Second
+			continue
+		}
+		w.log.Debug("watching the job's pod for disruptions", "pod", w.ns+"/"+w.name, "err", err)
+		t := time.NewTimer(backoff.Step())
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
-// watchOnce reads the pod and watches it from there; done is true when
-// there is nothing more to watch for.
-func (w *disruptionWatch) watchOnce(ctx context.Context) (done bool, err error) {
-	pods := w.cs.CoreV1().Pods(w.ns)
-	pod, err := pods.Get(ctx, w.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if w.see(ctx, pod) {
-		return true, nil
-	}
-	sel := fields.OneTermEqualSelector("metadata.name", w.name).String()
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, pod.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return pods.Watch(ctx, o)
-		},
+// watchFrom watches the pod from version *rv ("": its current state
+// first, as an Added event: one request, no list), keeping *rv up to
+// date; done is true when there is nothing more to watch for.
+func (w *disruptionWatch) watchFrom(ctx context.Context, rv *string) (done bool, err error) {
+	wi, err := w.cs.CoreV1().Pods(w.ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector:       fields.OneTermEqualSelector("metadata.name", w.name).String(),
+		ResourceVersion:     *rv,
+		AllowWatchBookmarks: true,
 	})
 	if err != nil {
 		return false, err
 	}
-	defer rw.Stop()
+	defer wi.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return true, nil
-		case ev, ok := <-rw.ResultChan():
+		case ev, ok := <-wi.ResultChan():
 			if !ok {
-				return false, errors.New("the pod's watch ended")
+				return false, nil
 			}
 			switch ev.Type {
+			case watch.Error:
+				if apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) || apierrors.IsGone(apierrors.FromObject(ev.Object)) {
+					*rv = "" // too old: start from the current state
+				}
+				return false, apierrors.FromObject(ev.Object)
 			case watch.Deleted:
 				return true, nil
-			case watch.Added, watch.Modified:
-				if p, isPod := ev.Object.(*corev1.Pod); isPod && w.see(ctx, p) {
+			case watch.Bookmark, watch.Added, watch.Modified:
+				p, isPod := ev.Object.(*corev1.Pod)
+				if !isPod {
+					continue
+				}
+				*rv = p.ResourceVersion
+				if ev.Type != watch.Bookmark && w.see(ctx, p) {
 					return true, nil
 				}
 			}
 		}
+	}
+}
+
+// checkNode reads the node of the pod (as last seen) when the session
+// cannot reach the shim, at most every nodeCheckEvery: a node the node
+// lifecycle controller marked NotReady is a disruption even when the
+// pod's own Ready condition did not change (it was not True before).
+func (w *disruptionWatch) checkNode(ctx context.Context) {
+	w.mu.Lock()
+	pod := w.last
+	due := time.Since(w.nodeChecked) >= nodeCheckEvery
+	if due {
+		w.nodeChecked = time.Now()
+	}
+	w.mu.Unlock()
+	if pod == nil || pod.Spec.NodeName == "" || !due || w.disrupted() != nil {
+		return
+	}
+	node, err := w.cs.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return // no permission, or the API server is unreachable too
+	}
+	if e := nodeDisruption(w.ns, w.name, node); e != nil {
+		w.set(e)
 	}
 }
 
