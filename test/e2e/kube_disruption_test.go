@@ -218,7 +218,9 @@ func TestKubeEvictedEphemeralStorage(t *testing.T) {
 	ctx := t.Context()
 	ns := c.NewNamespace(t, "ephemeral")
 	paths := writeScripts(t, []string{"job.sh"}, map[string]string{
-		"job.sh": "echo writing; dd if=/dev/zero of=/scratch/fill bs=1M count=64 2>/dev/null; echo written; sleep 120; echo never\n",
+		// Over the limit in the container's writable layer and in an
+		// emptyDir: the kubelet measures each on its own period.
+		"job.sh": "echo writing; dd if=/dev/zero of=/tmp/fill bs=1M count=40 2>/dev/null; dd if=/dev/zero of=/scratch/fill bs=1M count=40 2>/dev/null; echo written; sleep 300; echo never\n",
 	})
 	res := runCLI(ctx, t, c, bin, "run", "--image", BusyboxImage, "--helper-image", HelperImage, "-n", ns,
 		"--limits", "ephemeral-storage=16Mi", "--volume", "emptydir:/scratch", "--quiet", paths[0])
