@@ -52,16 +52,19 @@ func TestGitLabRBAC(t *testing.T) {
 	}
 	granted := map[string][]string{}
 	for _, r := range role[0].Rules {
-		if !slices.Equal(r.APIGroups, []string{""}) || len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
-			t.Errorf("rule %+v: want the core API group, no resource names", r)
+		if len(r.APIGroups) != 1 || len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+			t.Errorf("rule %+v: want one API group, no resource names", r)
+			continue
 		}
 		for _, res := range r.Resources {
-			granted[res] = append(granted[res], r.Verbs...)
+			k := groupResource(r.APIGroups[0], res)
+			granted[k] = append(granted[k], r.Verbs...)
 		}
 	}
 	want := map[string][]string{}
 	for _, p := range gitlab.Permissions() {
-		want[p.Resource] = append(want[p.Resource], p.Verbs...)
+		k := groupResource(p.Group, p.Resource)
+		want[k] = append(want[k], p.Verbs...)
 	}
 	for _, m := range []map[string][]string{granted, want} {
 		for k := range m {
@@ -71,4 +74,13 @@ func TestGitLabRBAC(t *testing.T) {
 	if !maps.EqualFunc(granted, want, slices.Equal) {
 		t.Errorf("the Role grants %v; the driver does %v", granted, want)
 	}
+}
+
+// groupResource names resource of API group group as kubectl does
+// (poddisruptionbudgets.policy; a core resource alone).
+func groupResource(group, resource string) string {
+	if group == "" {
+		return resource
+	}
+	return resource + "." + group
 }

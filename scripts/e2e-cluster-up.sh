@@ -5,7 +5,9 @@
 # module by scripts/kube-build.sh into a cache outside the repository).
 #
 # Idempotent: when the node is already up it only re-imports the images in
-# bin/images/ and prints the kubeconfig path. A half-dead node is torn down
+# bin/images/ and prints the kubeconfig path. When only its agents
+# (containerd, kubelet) are down, they are started again and the node's
+# state is kept. A node otherwise half-dead is torn down
 # (scripts/e2e-cluster-down.sh) and started afresh. Up and down serialize on
 # a lock file beside the state dir.
 #
@@ -171,10 +173,39 @@ ensure_audit() {
   e2e_log "kube-apiserver restarted with an audit log ($(ms) ms)"
 }
 
+start_containerd() { start containerd --config "$CTRD_DIR/config.toml"; }
+start_kubelet() {
+  start kubelet \
+    --config "$E2E_DIR/kubelet.yaml" --kubeconfig "$E2E_DIR/kubelet.kubeconfig" \
+    --hostname-override "$NODE_NAME" --root-dir "$KUBELET_DIR" --v 1
+}
+
+# restart_node_agents: when only the node's agents (containerd, kubelet)
+# are down and the control plane runs (a test stopped them to lose the
+# node), start them again with the node's state kept: its pods, and the
+# other tests' namespaces, survive.
+restart_node_agents() {
+  local c down=()
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+    component_pid "$c" >/dev/null || return 1
+  done
+  for c in containerd kubelet; do
+    component_pid "$c" >/dev/null || down+=("$c")
+  done
+  [ ${#down[@]} -gt 0 ] || return 1
+  e2e_log "restarting ${down[*]} (the control plane runs)"
+  if ! component_pid containerd >/dev/null; then
+    start_containerd
+    wait_for 30 "containerd" ctrd version || fail "containerd did not start"
+  fi
+  component_pid kubelet >/dev/null || start_kubelet
+}
+
 # --- main ------------------------------------------------------------------
 take_lock
 ensure_packages
 KUBE_BIN="$("$here/kube-build.sh")"
+restart_node_agents || true
 
 if node_healthy; then
   ensure_audit
@@ -205,7 +236,7 @@ write_cni_config
 write_kubelet_config
 e2e_log "config and certificates ready ($(ms) ms, snapshotter $snap)"
 
-start containerd --config "$CTRD_DIR/config.toml"
+start_containerd
 start etcd --name tether-e2e --data-dir "$E2E_DIR/etcd" \
   --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
   --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
@@ -238,9 +269,7 @@ start kube-scheduler \
   --authentication-kubeconfig "$E2E_DIR/scheduler.kubeconfig" \
   --authorization-kubeconfig "$E2E_DIR/scheduler.kubeconfig" \
   --bind-address 127.0.0.1 --secure-port 10259 --leader-elect=false
-start kubelet \
-  --config "$E2E_DIR/kubelet.yaml" --kubeconfig "$E2E_DIR/kubelet.kubeconfig" \
-  --hostname-override "$NODE_NAME" --root-dir "$KUBELET_DIR" --v 1
+start_kubelet
 
 wait_for 120 "node $NODE_NAME Ready" node_ready || fail "node $NODE_NAME did not become Ready"
 e2e_log "node Ready ($(ms) ms)"

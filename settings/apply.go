@@ -15,7 +15,8 @@ import (
 // selector, labels, annotations, tolerations, pull secrets (appended),
 // service account, services (appended, each with the service resources),
 // volumes and their build-container mounts (appended), the pod patch
-// (read from its file), the termination grace and the shim's source. The
+// (read from its file), the termination grace, the shim's source and the
+// protection from voluntary disruption. The
 // first error is returned, naming its flag; spec may then be half set.
 func (p *Pod) ApplyTo(spec *kube.Spec) error {
 	if p.ScheduleTimeout < 0 {
@@ -27,6 +28,7 @@ func (p *Pod) ApplyTo(spec *kube.Spec) error {
 		}
 	}
 	spec.TerminationGracePeriod = time.Duration(p.TerminationGrace)
+	spec.NoDisruptionProtection = p.NoDisruptionProtection
 	switch kube.ShimSource(p.ShimFrom) {
 	case "", kube.ShimFromInit, kube.ShimFromImage:
 		spec.ShimFrom = kube.ShimSource(p.ShimFrom)

@@ -30,7 +30,14 @@ type Pod struct {
 	ScheduleTimeout  time.Duration // --schedule-timeout (AddFlags' default: kube.DefaultScheduleTimeout)
 	TerminationGrace Grace         // --termination-grace-period
 	ShimFrom         string        // --shim-from init|image
+	// NoDisruptionProtection: --no-disruption-protection (the pod gets no
+	// PodDisruptionBudget and no do-not-evict annotations).
+	NoDisruptionProtection bool
 }
+
+// NoDisruptionProtectionFlag is the flag (and config file key) that turns
+// off the job pod's protection from voluntary disruption.
+const NoDisruptionProtectionFlag = "no-disruption-protection"
 
 // servicePrefix prefixes the service containers' resource flags.
 const servicePrefix = "service-"
@@ -53,6 +60,7 @@ func (p *Pod) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.PodPatch, "pod-patch", "", "patch the pod last with this `FILE` (YAML or JSON): a strategic merge patch, or a JSON patch (RFC 6902) when it is a list; a patch that changes the shim's command, its stdin, Tether's volumes, labels or init container is refused (Kubernetes)")
 	fs.Var(&p.TerminationGrace, "termination-grace-period", "how long the pod's containers get from SIGTERM to SIGKILL when the pod is deleted (a service that ignores SIGTERM keeps the pod terminating this long): whole seconds (30) or a duration (30s, 2m); the pod's terminationGracePeriodSeconds and the grace of tether's delete (default: Kubernetes', 30s) (Kubernetes)")
 	fs.StringVar(&p.PodPatchType, "pod-patch-type", "", "`TYPE` of --pod-patch: strategic or json (default: json when the patch is a list, else strategic) (Kubernetes)")
+	fs.BoolVar(&p.NoDisruptionProtection, NoDisruptionProtectionFlag, false, "let node drains and autoscalers evict the job's pod: by default it gets a PodDisruptionBudget of its own (a drain waits for the job) and the annotations "+kube.AnnotationSafeToEvict+"=false and "+kube.AnnotationDoNotDisrupt+"=true (Kubernetes)")
 	fs.StringVar(&p.ShimFrom, "shim-from", string(kube.ShimFromInit), "how the build container gets tether-shim from --helper-image, `MODE` init (an init container copies it) or image (mounted as an image volume: no init container, the build container starts sooner; needs Kubernetes' ImageVolume feature, on by default from 1.35, and a runtime that supports it; where the API server drops image volumes, or the runtime cannot mount them, an init container is used) (Kubernetes)")
 }
 
@@ -60,7 +68,7 @@ func (p *Pod) AddFlags(fs *pflag.FlagSet) {
 // --schedule-timeout and --shim-from init shape nothing): a command with a
 // backend that makes no pod refuses them.
 func (p *Pod) IsSet() bool {
-	return p.Resources.IsSet() || p.ServiceResources.IsSet() || p.ServiceAccount != "" ||
+	return p.Resources.IsSet() || p.ServiceResources.IsSet() || p.ServiceAccount != "" || p.NoDisruptionProtection ||
 		p.PodPatch != "" || p.TerminationGrace != 0 || p.ShimFrom != "" && p.ShimFrom != string(kube.ShimFromInit) || len(p.NodeSelector)+len(p.Tolerations)+len(p.PullSecrets)+len(p.Services)+len(p.Volumes)+len(p.Labels)+len(p.Annotations) > 0
 }
 

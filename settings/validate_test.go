@@ -214,7 +214,7 @@ func TestPodIsSet(t *testing.T) {
 		{Resources: Resources{Memory: "1Gi"}}, {ServiceResources: Resources{Limits: "cpu=1"}}, {ServiceAccount: "ci"},
 		{PodPatch: "p.yaml"}, {TerminationGrace: Grace(time.Second)}, {ShimFrom: "image"}, {NodeSelector: StringList{"a=b"}},
 		{Tolerations: StringList{"a"}}, {PullSecrets: StringList{"a"}}, {Services: StringList{"a"}}, {Volumes: StringList{"emptydir:/a"}},
-		{Labels: StringList{"a=b"}}, {Annotations: StringList{"a=b"}},
+		{Labels: StringList{"a=b"}}, {Annotations: StringList{"a=b"}}, {NoDisruptionProtection: true},
 	} {
 		if !p.IsSet() {
 			t.Errorf("%+v: not set", p)
@@ -232,13 +232,14 @@ func TestFlagsAndGoAgree(t *testing.T) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	fromFlags.AddFlags(fs)
 	if err := fs.Parse([]string{"--memory", "1Gi", "--service", "redis=cache", "--service-cpu", "100m", "--volume", "emptydir:/w",
-		"--toleration", "gpu", "--label", "a=b", "--pod-patch", patch, "--termination-grace-period", "5", "--shim-from", "image"}); err != nil {
+		"--toleration", "gpu", "--label", "a=b", "--pod-patch", patch, "--termination-grace-period", "5", "--shim-from", "image", "--no-disruption-protection"}); err != nil {
 		t.Fatal(err)
 	}
 	inGo := Pod{
 		Resources: Resources{Memory: "1Gi"}, Services: []string{"redis=cache"}, ServiceResources: Resources{CPU: "100m"},
 		Volumes: []string{"emptydir:/w"}, Tolerations: []string{"gpu"}, Labels: []string{"a=b"}, PodPatch: patch,
 		TerminationGrace: Grace(5 * time.Second), ShimFrom: "image", ScheduleTimeout: kube.DefaultScheduleTimeout,
+		NoDisruptionProtection: true,
 	}
 	var a, b kube.Spec
 	if err := fromFlags.ApplyTo(&a); err != nil {

@@ -31,6 +31,9 @@ type Objects struct {
 	// Secret is nil when the job has no variables.
 	Secret *corev1.Secret
 	Job    client.Job
+	// Protect makes Create give the pod a PodDisruptionBudget (Protect);
+	// false with Spec.NoDisruptionProtection.
+	Protect bool
 }
 
 // Build returns the objects for spec without creating anything. It fails
@@ -46,7 +49,7 @@ func Build(spec Spec) (*Objects, error) {
 		return metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: maps.Clone(labels)}
 	}
 
-	objs := &Objects{Job: client.Job{ID: s.JobID}}
+	objs := &Objects{Job: client.Job{ID: s.JobID}, Protect: !s.NoDisruptionProtection}
 
 	cm := &corev1.ConfigMap{ObjectMeta: meta(s.Name + "-scripts"), Data: map[string]string{}}
 	var total int
@@ -126,6 +129,9 @@ func buildPod(s Spec, meta metav1.ObjectMeta, objs *Objects) *corev1.Pod {
 	}
 	meta.Annotations[AnnotationTTL] = strconv.FormatInt(seconds(s.TTL), 10)
 	meta.Annotations[AnnotationDefaultContainer] = BuildContainer
+	if !s.NoDisruptionProtection {
+		maps.Copy(meta.Annotations, ProtectionAnnotations())
+	}
 
 	args := []string{
 		"--spool-dir=" + SpoolDir,

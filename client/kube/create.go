@@ -184,6 +184,11 @@ func createOwned(ctx context.Context, cs kubernetes.Interface, want *corev1.Pod,
 			return fail("Secret "+sec.Name, err)
 		}
 	}
+	if objs.Protect {
+		if err := create(func() error { return Protect(ctx, cs, pod) }); err != nil {
+			ProtectionWarning(log, pod, err)
+		}
+	}
 	return p, nil
 }
 

@@ -62,7 +62,7 @@ func verbs(cs *fake.Clientset) []string {
 
 func TestCreatePodFirstThenOwnedObjects(t *testing.T) {
 	cs, objs, p := createTestPod(context.Background(), t)
-	if got, want := strings.Join(verbs(cs), ", "), "create pods, create configmaps, create secrets"; got != want {
+	if got, want := strings.Join(verbs(cs), ", "), "create pods, create configmaps, create secrets, create poddisruptionbudgets"; got != want {
 		t.Fatalf("actions %q, want %q", got, want)
 	}
 	cm, err := cs.CoreV1().ConfigMaps("ci").Get(context.Background(), objs.ConfigMap.Name, metav1.GetOptions{})

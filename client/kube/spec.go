@@ -33,6 +33,12 @@ const (
 	// AnnotationDefaultContainer makes kubectl attach/logs pick the build
 	// container.
 	AnnotationDefaultContainer = "kubectl.kubernetes.io/default-container"
+	// AnnotationSafeToEvict ("false") keeps the Cluster Autoscaler from
+	// removing a job pod's node while the job runs.
+	AnnotationSafeToEvict = contract.AnnotationSafeToEvict
+	// AnnotationDoNotDisrupt ("true") keeps Karpenter from disrupting a
+	// job pod's node while the job runs.
+	AnnotationDoNotDisrupt = contract.AnnotationDoNotDisrupt
 )
 
 // Names and paths inside the pod.
@@ -179,6 +185,11 @@ type Spec struct {
 	Labels, Annotations map[string]string
 	// TerminationGracePeriod for the pod; 0 keeps Kubernetes' default.
 	TerminationGracePeriod time.Duration
+	// NoDisruptionProtection leaves the pod open to voluntary disruption
+	// (a node drain, the Cluster Autoscaler, Karpenter). By default the
+	// pod carries AnnotationSafeToEvict and AnnotationDoNotDisrupt, and
+	// Create gives it a PodDisruptionBudget of its own (see Protect).
+	NoDisruptionProtection bool
 
 	// PodSecurityContext is copied onto the pod (nil: none, unless
 	// Restricted fills one in). Its RunAsUser, when set and not 0, is also

@@ -98,6 +98,8 @@ type Transport struct {
 	// WaitRunning): the first Connect attaches without reading the pod
 	// first.
 	started atomic.Bool
+	// disruptions is the watch of the pod Run keeps while its job runs.
+	disruptions atomic.Pointer[disruptionWatch]
 }
 
 var (
@@ -120,7 +122,18 @@ func (t *Transport) logger() *slog.Logger {
 // to any more; a *ContainerEndedError with the container's exit code and
 // reason, OOMKilled say, in the second case), any other error when this
 // attempt failed and a later one may work.
+//
+// While Run watches the pod, a disruption it saw is returned at once (a
+// *DisruptedError).
 func (t *Transport) Connect(ctx context.Context) (client.Conn, error) {
+	if w := t.disruptions.Load(); w != nil {
+		return t.connectWatched(ctx, w)
+	}
+	return t.connect(ctx)
+}
+
+// connect is Connect without Run's disruption watch.
+func (t *Transport) connect(ctx context.Context) (client.Conn, error) {
 	if t.Config == nil {
 		return nil, errors.New("kube transport: no rest.Config")
 	}
@@ -200,6 +213,9 @@ func (t *Transport) clientset() (kubernetes.Interface, error) {
 func (t *Transport) OpenLog(ctx context.Context) (io.ReadCloser, error) {
 	if t.Options.NoLogReplay {
 		return nil, fmt.Errorf("kube transport: log replay turned off: %w", errors.ErrUnsupported)
+	}
+	if w := t.disruptions.Load(); w != nil && w.disrupted() != nil {
+		return nil, errDisrupted(w.disrupted())
 	}
 	cs, err := t.clientset()
 	if err != nil {

@@ -3,7 +3,9 @@ package actions
 // Permission is one thing the hook's identity must be allowed in the job
 // pods' namespace.
 type Permission struct {
-	// Resource is a core-group resource (pods, pods/attach, ...).
+	// Group is the resource's API group ("" the core group).
+	Group string
+	// Resource is a resource of Group (pods, pods/attach, ...).
 	Resource string
 	// Verbs are the verbs the hook uses on it.
 	Verbs []string
@@ -21,7 +23,9 @@ var Access = []Permission{
 	{Resource: "pods/ephemeralcontainers", Verbs: []string{"patch", "update"}, For: "run_container_step adds the step's container to the job's pod"},
 	{Resource: "secrets", Verbs: []string{"create", "get", "update", "delete"},
 		For: "prepare_job keeps the job container's env and the registry credentials in Secrets owned by the pod; run_container_step adds a step's credentials to the pull Secret and keeps its env in a Secret it deletes after the step"},
-	{Resource: "events", Verbs: []string{"list", "watch"}, For: "prepare_job reports the pod's events (image pulls, scheduling) while it starts"},
+	{Resource: "events", Verbs: []string{"list", "watch"}, For: "prepare_job reports the pod's events (image pulls, scheduling) while it starts; a step learns who preempted its pod"},
+	{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"create"},
+		For: "prepare_job protects the job's pod from node drains with a PodDisruptionBudget owned by the pod (without it the job runs unprotected, with a warning)"},
 }
 
 // RBACFile is where the project keeps the Role that grants Access.

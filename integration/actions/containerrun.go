@@ -338,7 +338,7 @@ func deliverFiles(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, files
 	}
 	job := deliveryJob("deliver-"+strconv.FormatInt(time.Now().UnixNano(), 36), files, links)
 	var out lockedBuffer
-	res, err := client.Run(ctx, c.transport(h, pod), job,
+	res, err := kube.Run(ctx, c.transport(h, pod), job,
 		client.Options{Output: &out, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
 	if err != nil {
 		return 0, err

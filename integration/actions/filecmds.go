@@ -59,7 +59,7 @@ func collectFileCommands(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod
 		Files:   []client.File{{Path: script, Content: collectScript(paths)}},
 	}
 	var out lockedBuffer
-	res, err := client.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger(), From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
+	res, err := kube.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger(), From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
 	if err != nil {
 		return fmt.Errorf("read them from the job container: %w", err)
 	}

@@ -262,7 +262,7 @@ func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir s
 		Scripts: []string{script},
 		Files:   []client.File{{Path: script, Content: fmt.Appendf(nil, probeScript, dirs)}},
 	}
-	res, err := client.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger()})
+	res, err := kube.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger()})
 	if err != nil {
 		return false, fmt.Errorf("cannot run the preparing script in the job container: %w", err)
 	}

@@ -50,11 +50,14 @@ func RunScriptStep(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("cannot reach the job's pod %s/%s: %v", st.Namespace, st.Pod, err)
 	}
-	res, err := client.Run(ctx, c.transport(h, pod), plan.job,
+	res, err := kube.Run(ctx, c.transport(h, pod), plan.job,
 		client.Options{Output: h.Stdout, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
+	var disrupted *kube.DisruptedError
 	switch {
 	case res.Cancelled:
 		return h.fail("the step was cancelled (%v)%s", context.Cause(ctx), stepCode(res))
+	case errors.As(err, &disrupted):
+		return h.fail("the step failed: the job's %v", disrupted)
 	case err != nil:
 		return h.fail("the step's outcome is unknown, so it failed: %v", err)
 	}

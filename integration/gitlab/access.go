@@ -56,7 +56,7 @@ func checkGitlabAccess(ctx context.Context, cs kubernetes.Interface, ns string) 
 			wg.Go(func() {
 				r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
 					Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
-						Namespace: ns, Verb: verb, Resource: resource, Subresource: sub,
+						Namespace: ns, Verb: verb, Group: p.Group, Resource: resource, Subresource: sub,
 					}},
 				}, metav1.CreateOptions{})
 				if err == nil {

@@ -20,7 +20,7 @@ func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts clien
 	t.Options.AttachFirst = true
 	rt := &refusalStop{Transport: t}
 	opts.FromEnd = true
-	res, err := client.Run(ctx, rt, job, opts)
+	res, err := kube.Run(ctx, rt, job, opts)
 	if rt.refused != nil {
 		err = fmt.Errorf("%w%s", rt.refused, apiAdvice(rt.refused))
 	}

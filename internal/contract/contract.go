@@ -33,6 +33,18 @@ const (
 	// cleaner reads: a Go duration ("1h30m") from the pod's creation. The
 	// cleaner honours it on pods without AnnotationTTL.
 	AnnotationGitLabPodCleanupTTL = "pod-cleanup.gitlab.com/ttl"
+	// AnnotationSafeToEvict is the Cluster Autoscaler's annotation: a
+	// pod carrying it with SafeToEvictValue keeps its node from being
+	// scaled down. Job pods carry it while their job runs.
+	AnnotationSafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	// SafeToEvictValue is AnnotationSafeToEvict's value on job pods.
+	SafeToEvictValue = "false"
+	// AnnotationDoNotDisrupt is Karpenter's annotation: a pod carrying it
+	// with DoNotDisruptValue keeps Karpenter from consolidating, expiring
+	// or draining its node voluntarily.
+	AnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+	// DoNotDisruptValue is AnnotationDoNotDisrupt's value on job pods.
+	DoNotDisruptValue = "true"
 	// ShimImageRepository is where the project publishes the job-pod
 	// image: tether-shim alone at /tether-shim (FROM scratch, user 65532),
 	// for linux/amd64 and linux/arm64. Every job pod's init container

@@ -122,7 +122,7 @@ func follow(ctx context.Context, f *Flags, t client.Transport, pod *kube.Pod, jo
 		ExitShim: true,
 	}
 	f.OutputLimit.Apply(&opts)
-	return client.Run(ctx, t, job, opts)
+	return kube.Run(ctx, t, job, opts)
 }
 
 // report logs the job's summary and returns tether's exit code for it.

@@ -2,8 +2,9 @@ package runnerapi
 
 // Permission is one thing the driver does with the Kubernetes API in the
 // jobs' namespace: a verb on a resource ("pods", or a subresource such as
-// "pods/attach", in the core API group).
+// "pods/attach") of an API group (the core group unless Group says).
 type Permission struct {
+	Group    string
 	Resource string
 	// Verbs: any one of them is enough (pods/attach: get for WebSocket,
 	// create for SPDY; the driver tries WebSocket first).
@@ -28,6 +29,7 @@ var Access = []Permission{
 	{Resource: "pods", Verbs: []string{"watch"}, For: "prepare follows the pod while it starts (else it polls)"},
 	{Resource: "events", Verbs: []string{"list"}, For: "prepare streams the pod's events (image pulls, scheduling) into the job log"},
 	{Resource: "events", Verbs: []string{"watch"}, For: "prepare streams the pod's events (image pulls, scheduling) into the job log"},
+	{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"create"}, For: "prepare protects the job's pod from node drains (a PodDisruptionBudget owned by the pod)"},
 }
 
 // RBACFile is where the project keeps the Role that grants Access.

@@ -1,0 +1,277 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tether-ci/tether/client"
+)
+
+// How long the search for a preemptor looks for the scheduler's Preempted
+// event, which may come a moment after the pod's DisruptionTarget
+// condition.
+const (
+	preemptorSearch = 3 * time.Second
+	preemptorPoll   = 300 * time.Millisecond
+	// nodeCheckEvery bounds how often a session that cannot reach its
+	// shim has the pod's node read.
+	nodeCheckEvery = 5 * time.Second
+)
+
+// disruptionWatch follows one job's pod while its job runs (Run) and
+// notices involuntary disruptions: it watches the pod alone (one watch
+// request; the pod's node is read when the node lifecycle controller
+// marks the pod not ready, and while the session cannot reach the shim). On a disruption it records a DisruptedError
+// and closes the transport's connections, so the session's next Connect
+// returns the error at once instead of retrying until its reconnect
+// timeout.
+type disruptionWatch struct {
+	cs       kubernetes.Interface
+	ns, name string
+	log      *slog.Logger
+
+	mu   sync.Mutex
+	err  *DisruptedError
+	last *corev1.Pod
+	// nodeChecked is when checkNode last read the node.
+	nodeChecked time.Time
+	conns       map[client.Conn]struct{}
+	found       chan struct{} // closed once err is set
+}
+
+func newDisruptionWatch(cs kubernetes.Interface, ns, name string, log *slog.Logger) *disruptionWatch {
+	return &disruptionWatch{cs: cs, ns: ns, name: name, log: log, conns: map[client.Conn]struct{}{}, found: make(chan struct{})}
+}
+
+// disrupted returns the disruption seen (nil: none).
+func (w *disruptionWatch) disrupted() *DisruptedError {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// track registers c to be closed on a disruption; untrack is called once c
+// is closed by its user.
+func (w *disruptionWatch) track(c client.Conn) client.Conn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		_ = c.Close()
+		return c
+	}
+	w.conns[c] = struct{}{}
+	return &trackedConn{Conn: c, w: w}
+}
+
+// trackedConn forgets itself when closed.
+type trackedConn struct {
+	client.Conn
+	w *disruptionWatch
+}
+
+func (c *trackedConn) Close() error {
+	c.w.mu.Lock()
+	delete(c.w.conns, c.Conn)
+	c.w.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// set records e (the first disruption wins) and closes every connection.
+func (w *disruptionWatch) set(e *DisruptedError) {
+	w.mu.Lock()
+	if w.err != nil {
+		w.mu.Unlock()
+		return
+	}
+	w.err = e
+	conns := w.conns
+	w.conns = map[client.Conn]struct{}{}
+	close(w.found)
+	w.mu.Unlock()
+	w.log.Warn("the job's pod was disrupted", "pod", w.ns+"/"+w.name, "reason", e.Reason, "message", e.Message)
+	for c := range conns {
+		_ = c.Close()
+	}
+}
+
+// run watches the pod until ctx ends, the pod is gone, or a disruption
+// was seen. A watch that ends is made again from the last version seen
+// (a failed one after a backoff, up to 30 s).
+func (w *disruptionWatch) run(ctx context.Context) {
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 6, Cap: 30 * time.Second}
+	rv := ""
+	for ctx.Err() == nil {
+		done, err := w.watchFrom(ctx, &rv)
+		if done {
+			return
+		}
+		if err == nil {
+			backoff.Duration = time.Second
+			continue
+		}
+		w.log.Debug("watching the job's pod for disruptions", "pod", w.ns+"/"+w.name, "err", err)
+		t := time.NewTimer(backoff.Step())
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// watchFrom watches the pod from version *rv ("": its current state
+// first, as an Added event: one request, no list), keeping *rv up to
+// date; done is true when there is nothing more to watch for.
+func (w *disruptionWatch) watchFrom(ctx context.Context, rv *string) (done bool, err error) {
+	wi, err := w.cs.CoreV1().Pods(w.ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector:       fields.OneTermEqualSelector("metadata.name", w.name).String(),
+		ResourceVersion:     *rv,
+		AllowWatchBookmarks: true,
+	})
+	if err != nil {
+		return false, err
+	}
+	defer wi.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return false, nil
+			}
+			switch ev.Type {
+			case watch.Error:
+				if apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) || apierrors.IsGone(apierrors.FromObject(ev.Object)) {
+					*rv = "" // too old: start from the current state
+				}
+				return false, apierrors.FromObject(ev.Object)
+			case watch.Deleted:
+				return true, nil
+			case watch.Bookmark, watch.Added, watch.Modified:
+				p, isPod := ev.Object.(*corev1.Pod)
+				if !isPod {
+					continue
+				}
+				*rv = p.ResourceVersion
+				if ev.Type != watch.Bookmark && w.see(ctx, p) {
+					return true, nil
+				}
+			}
+		}
+	}
+}
+
+// checkNode reads the node of the pod (as last seen) when the session
+// cannot reach the shim, at most every nodeCheckEvery: a node the node
+// lifecycle controller marked NotReady is a disruption even when the
+// pod's own Ready condition did not change (it was not True before).
+func (w *disruptionWatch) checkNode(ctx context.Context) {
+	w.mu.Lock()
+	pod := w.last
+	due := time.Since(w.nodeChecked) >= nodeCheckEvery
+	if due {
+		w.nodeChecked = time.Now()
+	}
+	w.mu.Unlock()
+	if pod == nil || pod.Spec.NodeName == "" || !due || w.disrupted() != nil {
+		return
+	}
+	node, err := w.cs.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return // no permission, or the API server is unreachable too
+	}
+	if e := nodeDisruption(w.ns, w.name, node); e != nil {
+		w.set(e)
+	}
+}
+
+// see assesses a state of the pod; it reports whether a disruption was
+// found.
+func (w *disruptionWatch) see(ctx context.Context, pod *corev1.Pod) bool {
+	w.mu.Lock()
+	w.last = pod
+	w.mu.Unlock()
+	if e := podDisruption(pod); e != nil {
+		if e.Reason == corev1.PodReasonPreemptionByScheduler {
+			w.addPreemptor(ctx, e)
+		}
+		w.set(e)
+		return true
+	}
+	if nodeLossSuspected(pod) {
+		node, err := w.cs.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			if e := nodeDisruption(w.ns, w.name, node); e != nil {
+				w.set(e)
+				return true
+			}
+		case apierrors.IsForbidden(err):
+			// The pod's identity may not read nodes: the node
+			// controller's mark is all there is to go by.
+			w.set(&DisruptedError{Namespace: w.ns, Pod: w.name, Reason: ReasonNodeNotReady,
+				Message: fmt.Sprintf("lost its node: node %s is not ready (the node controller marked the pod not ready)", pod.Spec.NodeName)})
+			return true
+		default:
+			w.log.Debug("reading the job pod's node", "node", pod.Spec.NodeName, "err", err)
+		}
+	}
+	return false
+}
+
+// addPreemptor names the pod that preempted e's pod, and its priority,
+// from the scheduler's Preempted event (its related object), when that
+// event can be read.
+func (w *disruptionWatch) addPreemptor(ctx context.Context, e *DisruptedError) {
+	ctx, cancel := context.WithTimeout(ctx, preemptorSearch)
+	defer cancel()
+	sel := fields.Set{"involvedObject.name": w.name, "reason": "Preempted"}.AsSelector().String()
+	_ = wait.PollUntilContextCancel(ctx, preemptorPoll, true, func(ctx context.Context) (bool, error) {
+		evs, err := w.cs.CoreV1().Events(w.ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return apierrors.IsForbidden(err), nil
+		}
+		for _, ev := range evs.Items {
+			if r := ev.Related; r != nil && r.Name != "" {
+				e.Message = "preempted by pod " + r.Namespace + "/" + r.Name + w.priority(ctx, r.Namespace, r.Name)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// priority returns ", priority N" for pod ns/name, "" when it cannot be
+// read.
+func (w *disruptionWatch) priority(ctx context.Context, ns, name string) string {
+	p, err := w.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || p.Spec.Priority == nil {
+		return ""
+	}
+	return fmt.Sprintf(", priority %d", *p.Spec.Priority)
+}
+
+// settle waits up to d for a disruption to be seen, and returns it (nil:
+// none within d).
+func (w *disruptionWatch) settle(ctx context.Context, d time.Duration) *DisruptedError {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.found:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return w.disrupted()
+}
