@@ -66,7 +66,7 @@ func (o WaitOptions) withDefaults() WaitOptions {
 // container runtime cannot mount (the API server keeps image volumes, the
 // runtime has none: containerd before 2.1, CRI-O before 1.31) is deleted and created again,
 // under the same name, as its Fallback with the init container, saying so
-// in one line to p.Logger; p.UID becomes the new pod's.
+// in one line to p.Logger; p.UID() becomes the new pod's.
 //
 // It follows the pod and its events through p.Watcher (shared by every job
 // of a runner), or through a Watcher of its own when p.Watcher is nil.
@@ -96,7 +96,7 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 
 // waitRunning is WaitRunning for the pod p is now.
 func (p *Pod) waitRunning(ctx context.Context, wt *Watcher, opts WaitOptions) error {
-	sub, release := wt.subscribe(p.Namespace, p.Name, p.uid(), p.createdAt())
+	sub, release := wt.subscribe(p.Namespace, p.Name, p.UID(), p.createdAt())
 	defer release()
 
 	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}}

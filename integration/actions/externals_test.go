@@ -1,8 +1,8 @@
 package actions
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
