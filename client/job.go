@@ -96,7 +96,12 @@ func afterTimeoutMS(d time.Duration) int64 {
 }
 
 // newJobID returns a random job ID.
-func newJobID() string { return "job-" + randomHex(8) }
+func newJobID() string { return NewJobID("job") }
+
+// NewJobID returns a fresh job ID: kind ("step", "prepare", ...; it says
+// what the job is for in logs), "-" and 16 random hex digits. The shim
+// runs a job ID once, so each job a client submits takes a new one.
+func NewJobID(kind string) string { return kind + "-" + randomHex(8) }
 
 // randomHex returns n random bytes, hex-encoded.
 func randomHex(n int) string {

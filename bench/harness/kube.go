@@ -414,7 +414,7 @@ func kubeLatency(ctx context.Context, cfg *config, n *node, samples int) (durati
 	done := make(chan error, 1)
 	go func() {
 		res, err := k.runJob(ctx, "latency.sh", kubeLatencyScript(false), sink, func(pod *kube.Pod) error {
-			f, err := makeLatencyFIFO(cfg, string(pod.UID))
+			f, err := makeLatencyFIFO(cfg, string(pod.UID()))
 			if err == nil {
 				fifoCh <- f
 			}

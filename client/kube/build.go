@@ -272,12 +272,13 @@ func helperContainer(s Spec, build corev1.Container) corev1.Container {
 	}
 }
 
+// PodOwner is the ownerReference to the pod named podName with UID uid:
+// an object carrying it is garbage-collected with the pod.
+func PodOwner(podName string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: podName, UID: uid}
+}
+
 // ownedBy sets an ownerReference to the pod on meta.
 func ownedBy(meta *metav1.ObjectMeta, podName string, uid types.UID) {
-	meta.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: "v1",
-		Kind:       "Pod",
-		Name:       podName,
-		UID:        uid,
-	}}
+	meta.OwnerReferences = []metav1.OwnerReference{PodOwner(podName, uid)}
 }

@@ -158,7 +158,7 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 		switch {
 		case err == nil:
 			log.Debug("claimed a warm pod", "pool", req.Pool, "pod", got.Namespace+"/"+got.Name, "job", s.JobID)
-			p := &Pod{Client: cs, Namespace: got.Namespace, Name: got.Name, UID: got.UID,
+			p := &Pod{Client: cs, Namespace: got.Namespace, Name: got.Name, uid: got.UID,
 				Container: BuildContainer, Job: job, Logger: req.Logger, job: s.JobID}
 			p.started.Store(true)
 			return p, nil

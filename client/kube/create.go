@@ -28,9 +28,8 @@ const cleanupTimeout = 30 * time.Second
 type Pod struct {
 	// Client is the clientset the pod was created with.
 	Client kubernetes.Interface
-	// Namespace, Name and UID identify the pod.
+	// Namespace and Name identify the pod (with its UID, see UID).
 	Namespace, Name string
-	UID             types.UID
 	// Container is the container the shim runs in ("" means BuildContainer).
 	Container string
 	// Job is the job to send to the shim.
@@ -52,7 +51,10 @@ type Pod struct {
 	// replaces the pod with the Fallback when the container runtime
 	// cannot mount the volume (see shim_fallback.go).
 	imageObjs *Objects
-	// mu guards UID, created, deleting and replacing, which WaitRunning
+	// uid is the pod's UID ("" unknown: Delete then deletes the pod of its
+	// name, see DeleteByName).
+	uid types.UID
+	// mu guards uid, created, deleting and replacing, which WaitRunning
 	// changes when it replaces the pod and Delete reads from any goroutine
 	// (a signal handler's).
 	mu sync.Mutex
@@ -61,13 +63,19 @@ type Pod struct {
 	// deleting is set by Delete: no replacement is created after it.
 	deleting bool
 	// replacing is open while the create of a replacement is under way
-	// (nil otherwise); closed once its outcome is in UID.
+	// (nil otherwise); closed once its outcome is in uid.
 	replacing chan struct{}
 	// job is the LabelJob value of the pod as created ("" unknown): a pod
 	// of the same name carrying it is this job's (see Delete).
 	job string
 	// started is set when WaitRunning saw the shim's container start.
 	started atomic.Bool
+}
+
+// PodOf is the handle of the existing pod obj (read from the API server):
+// its namespace, name and UID. Set the other fields as needed.
+func PodOf(cs kubernetes.Interface, obj *corev1.Pod) *Pod {
+	return &Pod{Client: cs, Namespace: obj.Namespace, Name: obj.Name, uid: obj.UID}
 }
 
 // createdAt returns when the pod's create was sent (zero: unknown).
@@ -77,11 +85,12 @@ func (p *Pod) createdAt() time.Time {
 	return p.created
 }
 
-// uid returns the pod's UID.
-func (p *Pod) uid() types.UID {
+// UID returns the pod's UID: the created pod's, or its replacement's
+// once WaitRunning replaced it; "" for a Pod made by its name alone.
+func (p *Pod) UID() types.UID {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.UID
+	return p.uid
 }
 
 func (p *Pod) container() string {
@@ -134,7 +143,7 @@ func createOwned(ctx context.Context, cs kubernetes.Interface, want *corev1.Pod,
 	if err != nil {
 		return nil, fmt.Errorf("create pod %s/%s: %w%s", want.Namespace, want.Name, err, hint(err))
 	}
-	p := &Pod{Client: cs, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+	p := &Pod{Client: cs, Namespace: pod.Namespace, Name: pod.Name, uid: pod.UID,
 		Container: BuildContainer, Job: objs.Job, Logger: log, created: sent, job: pod.Labels[LabelJob]}
 	log.Info("pod created", "pod", pod.Namespace+"/"+pod.Name)
 

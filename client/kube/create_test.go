@@ -74,8 +74,8 @@ func TestCreatePodFirstThenOwnedObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	for what, refs := range map[string][]metav1.OwnerReference{"ConfigMap": cm.OwnerReferences, "Secret": sec.OwnerReferences} {
-		if len(refs) != 1 || refs[0].Kind != "Pod" || refs[0].Name != p.Name || refs[0].UID != p.UID || p.UID == "" {
-			t.Errorf("%s ownerReferences %+v; want the pod %s (uid %s)", what, refs, p.Name, p.UID)
+		if len(refs) != 1 || refs[0].Kind != "Pod" || refs[0].Name != p.Name || refs[0].UID != p.UID() || p.UID() == "" {
+			t.Errorf("%s ownerReferences %+v; want the pod %s (uid %s)", what, refs, p.Name, p.UID())
 		}
 	}
 	if objs.ConfigMap.OwnerReferences != nil {

@@ -70,7 +70,7 @@ func (p *Pod) Delete(ctx context.Context) error {
 // owns reports whether pod, of p's name, is this job's: p's UID, or the
 // labels of a pod created for this job.
 func (p *Pod) owns(pod *corev1.Pod) bool {
-	if pod.UID == p.uid() {
+	if pod.UID == p.UID() {
 		return true
 	}
 	return p.job != "" && pod.Labels[LabelManagedBy] == ManagedByValue && pod.Labels[LabelJob] == p.job
@@ -91,7 +91,7 @@ func (p *Pod) stopReplacing(ctx context.Context) types.UID {
 		case <-ctx.Done():
 		}
 	}
-	return p.uid()
+	return p.UID()
 }
 
 // beginReplacing reports whether a replacement may be created (Delete has
@@ -111,10 +111,32 @@ func (p *Pod) beginReplacing() (finish func(np *Pod) (deleted bool), ok bool) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if np != nil {
-			p.UID, p.created = np.UID, np.created
+			p.uid, p.created = np.uid, np.created
 		}
 		p.replacing = nil
 		close(done)
 		return p.deleting
 	}, true
+}
+
+// DeleteByName deletes the pod that carries p's name now, whatever its
+// UID (a Pod made from a name alone: a later command of the same job, a
+// pod an earlier attempt left): it reads the pod, takes its UID and
+// deletes it (see Delete). It returns the deleted pod's UID, "" when no
+// pod has the name, which is no error.
+func (p *Pod) DeleteByName(ctx context.Context) (types.UID, error) {
+	got, err := p.Get(ctx)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	p.uid = got.UID
+	p.mu.Unlock()
+	if err := p.Delete(ctx); err != nil {
+		return got.UID, err
+	}
+	return got.UID, nil
 }

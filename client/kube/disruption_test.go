@@ -32,7 +32,7 @@ func TestCreateProtectsThePod(t *testing.T) {
 	if sel := b.Spec.Selector; sel == nil || len(sel.MatchLabels) != 1 || sel.MatchLabels[LabelJob] != job || job == "" {
 		t.Errorf("selector %v; want %s=%s alone", sel, LabelJob, job)
 	}
-	if refs := b.OwnerReferences; len(refs) != 1 || refs[0].Kind != "Pod" || refs[0].UID != p.UID || refs[0].Name != p.Name {
+	if refs := b.OwnerReferences; len(refs) != 1 || refs[0].Kind != "Pod" || refs[0].UID != p.UID() || refs[0].Name != p.Name {
 		t.Errorf("ownerReferences %+v; want the pod", refs)
 	}
 	if a := objs.Pod.Annotations; a[AnnotationSafeToEvict] != "false" || a[AnnotationDoNotDisrupt] != "true" {

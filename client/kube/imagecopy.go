@@ -102,10 +102,18 @@ func imageCopyContainer(c ImageCopy, pull corev1.PullPolicy, podSC *corev1.PodSe
 }
 
 // imageCopyFailure explains a failed ImageCopies init container.
-func imageCopyFailure(pod string, c corev1.ContainerStatus) error {
+func imageCopyFailure(pod *corev1.Pod, c corev1.ContainerStatus) error {
 	t := c.State.Terminated
 	if t == nil || t.ExitCode == 0 || !strings.HasPrefix(c.Name, ImageCopyPrefix) {
 		return nil
 	}
-	return fmt.Errorf("init container %s of pod %s failed with exit code %d (%s%s)", c.Name, pod, t.ExitCode, t.Reason, message(strings.TrimSpace(t.Message)))
+	return initFailure(pod, c)
+}
+
+// initFailure is the *InitContainerError of pod's terminated init
+// container c.
+func initFailure(pod *corev1.Pod, c corev1.ContainerStatus) error {
+	t := c.State.Terminated
+	return &InitContainerError{Namespace: pod.Namespace, Pod: pod.Name, Container: c.Name, Image: c.Image,
+		ExitCode: t.ExitCode, Reason: t.Reason, Message: strings.TrimSpace(t.Message)}
 }

@@ -193,6 +193,10 @@ func CheckToleration(t corev1.Toleration) error {
 	return nil
 }
 
+// ServicePrefix starts the name of each service container whose
+// Service.Name is "" (serviceName).
+const ServicePrefix = "svc-"
+
 // serviceName derives a container name from a service's image:
 // "registry/library/postgres:16" → "svc-0-postgres".
 func serviceName(i int, image string) string {
@@ -204,7 +208,7 @@ func serviceName(i int, image string) string {
 	base, _, _ = strings.Cut(base, ":")
 	base = strings.Trim(nameChars.ReplaceAllString(strings.ToLower(base), "-"), "-.")
 	base = strings.ReplaceAll(base, ".", "-")
-	name := fmt.Sprintf("svc-%d-%s", i, base)
+	name := fmt.Sprintf("%s%d-%s", ServicePrefix, i, base)
 	if len(name) > validation.DNS1123LabelMaxLength {
 		name = strings.TrimRight(name[:validation.DNS1123LabelMaxLength], "-")
 	}

@@ -116,7 +116,7 @@ func (p *Pod) replaceWithFallback(ctx context.Context, why *imageVolumeError) er
 	p.logger().Info("the container runtime cannot mount the shim's image volume (containerd before 2.1 or CRI-O before 1.31, say): "+
 		"the pod is created again with an init container that copies the shim",
 		"pod", name, "container", why.container, "reason", why.reason, "message", why.message)
-	old := p.uid()
+	old := p.UID()
 	now, bg := int64(0), metav1.DeletePropagationBackground
 	err := p.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: &now, PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &old}})

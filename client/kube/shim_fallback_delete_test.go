@@ -104,7 +104,7 @@ func assertNoPod(ctx context.Context, t *testing.T, cs *hookedClientset, p *Pod)
 	t.Helper()
 	got, err := cs.Clientset.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
-		t.Fatalf("after Delete the pod of the job's name is still there (UID %v, Pod.UID %s): %v", got.GetUID(), p.uid(), err)
+		t.Fatalf("after Delete the pod of the job's name is still there (UID %v, Pod.UID %s): %v", got.GetUID(), p.UID(), err)
 	}
 }
 
@@ -221,7 +221,7 @@ func TestDeleteLeavesAnotherJobsPodOfTheSameName(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	unknown := &Pod{Client: cs, Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+	unknown := &Pod{Client: cs, Namespace: p.Namespace, Name: p.Name, uid: p.UID()}
 	if err := unknown.Delete(ctx); !apierrors.IsConflict(err) {
 		t.Errorf("Delete of a Pod whose job is unknown: %v; want the conflict", err)
 	}

@@ -192,7 +192,7 @@ func TestWaitRunningFallsBackWhenTheRuntimeLacksImageVolumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := p.UID
+	first := p.UID()
 	if err := p.WaitRunning(ctx, WaitOptions{Timeout: 20 * time.Second}); err != nil {
 		t.Fatalf("WaitRunning: %v", err)
 	}
@@ -200,8 +200,8 @@ func TestWaitRunningFallsBackWhenTheRuntimeLacksImageVolumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.UID == first || p.UID != got.UID {
-		t.Fatalf("pod UID %s (first %s, Pod.UID %s); want a new pod, and Pod.UID its UID", got.UID, first, p.UID)
+	if got.UID == first || p.UID() != got.UID {
+		t.Fatalf("pod UID %s (first %s, Pod.UID %s); want a new pod, and Pod.UID its UID", got.UID, first, p.UID())
 	}
 	if _, ok := shimImage(got); ok || container(got.Spec.InitContainers, InitContainer) == nil {
 		t.Fatalf("the pod now %+v; want the init container, no image volume", got.Spec)

@@ -304,6 +304,10 @@ func (a CommandAlias) validate() error {
 
 var nameChars = regexp.MustCompile(`[^-._a-zA-Z0-9]+`)
 
+// NewPodName is a fresh random pod name ("tether-" and ten hex digits),
+// the one Build gives a Spec without a Name.
+func NewPodName() string { return "tether-" + randomSuffix(5) }
+
 // randomSuffix returns n random bytes, hex-encoded.
 func randomSuffix(n int) string {
 	b := make([]byte, n)
@@ -343,9 +347,8 @@ func (s Spec) withDefaults() (Spec, error) {
 	default:
 		return s, fmt.Errorf("kube: Spec.ShimFrom %q: want %q or %q", s.ShimFrom, ShimFromInit, ShimFromImage)
 	}
-	suffix := randomSuffix(5)
 	if s.Name == "" {
-		s.Name = "tether-" + suffix
+		s.Name = NewPodName()
 	}
 	if errs := validation.IsDNS1123Subdomain(s.Name); len(errs) > 0 {
 		return s, fmt.Errorf("kube: pod name %q: %s", s.Name, strings.Join(errs, "; "))

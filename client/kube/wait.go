@@ -30,21 +30,6 @@ const (
 // pod exists at all.
 const absentGrace = 3 * time.Second
 
-// imagePullFailures are waiting reasons that end the wait at once.
-var imagePullFailures = map[string]bool{
-	"ErrImagePull":      true,
-	"ImagePullBackOff":  true,
-	"InvalidImageName":  true,
-	"ErrImageNeverPull": true,
-}
-
-// configFailures are waiting reasons that end the wait once they persist.
-var configFailures = map[string]bool{
-	"CreateContainerConfigError": true,
-	"CreateContainerError":       true,
-	"RunContainerError":          true,
-}
-
 // WaitOptions tune WaitRunning. The zero value takes the defaults.
 type WaitOptions struct {
 	// Timeout bounds the whole wait; default DefaultStartTimeout.
@@ -81,7 +66,7 @@ func (o WaitOptions) withDefaults() WaitOptions {
 // container runtime cannot mount (the API server keeps image volumes, the
 // runtime has none: containerd before 2.1, CRI-O before 1.31) is deleted and created again,
 // under the same name, as its Fallback with the init container, saying so
-// in one line to p.Logger; p.UID becomes the new pod's.
+// in one line to p.Logger; p.UID() becomes the new pod's.
 //
 // It follows the pod and its events through p.Watcher (shared by every job
 // of a runner), or through a Watcher of its own when p.Watcher is nil.
@@ -111,7 +96,7 @@ func (p *Pod) WaitRunning(ctx context.Context, opts WaitOptions) error {
 
 // waitRunning is WaitRunning for the pod p is now.
 func (p *Pod) waitRunning(ctx context.Context, wt *Watcher, opts WaitOptions) error {
-	sub, release := wt.subscribe(p.Namespace, p.Name, p.uid(), p.createdAt())
+	sub, release := wt.subscribe(p.Namespace, p.Name, p.UID(), p.createdAt())
 	defer release()
 
 	w := &waiter{pod: p, opts: opts, since: map[string]time.Time{}}
@@ -199,10 +184,9 @@ func (w *waiter) assess(pod *corev1.Pod, now time.Time) (bool, error) {
 		// Services run as restartable init containers: one that exits is
 		// restarted by the kubelet and is not the shim's copy failing.
 		if t := c.State.Terminated; t != nil && t.ExitCode != 0 && c.Name == InitContainer {
-			return false, fmt.Errorf("init container %s of pod %s failed with exit code %d (%s%s): does image %s carry /tether-shim?",
-				c.Name, name, t.ExitCode, t.Reason, message(t.Message), c.Image)
+			return false, initFailure(pod, c)
 		}
-		if err := imageCopyFailure(name, c); err != nil {
+		if err := imageCopyFailure(pod, c); err != nil {
 			return false, err
 		}
 	}
@@ -219,11 +203,11 @@ func (w *waiter) assess(pod *corev1.Pod, now time.Time) (bool, error) {
 			continue
 		}
 		if imagePullFailures[wt.Reason] {
-			return false, fmt.Errorf("image %s of container %s cannot be pulled: %s%s", c.Image, c.Name, wt.Reason, message(wt.Message))
+			return false, WaitingFailure(pod, c)
 		}
 		if configFailures[wt.Reason] {
 			if w.lingers("config/"+c.Name, now, w.opts.ConfigErrorTimeout) {
-				return false, fmt.Errorf("container %s of pod %s cannot be created: %s%s", c.Name, name, wt.Reason, message(wt.Message))
+				return false, WaitingFailure(pod, c)
 			}
 		} else {
 			delete(w.since, "config/"+c.Name)
@@ -306,7 +290,7 @@ func (l *eventLog) see(ev *corev1.Event) (started bool, err error) {
 		ev.InvolvedObject.FieldPath == "spec.containers{"+p.container()+"}", nil
 }
 
-// pullFailure returns an error when ev is the kubelet's report that an
+// pullFailure returns an *ImagePullError when ev is the kubelet's report that an
 // image cannot be pulled ("Failed" with "Error: ErrImagePull" and the like),
 // with the message of the event before it that says why.
 func pullFailure(ev *corev1.Event) error {
@@ -317,10 +301,7 @@ func pullFailure(ev *corev1.Event) error {
 	if !ok || !imagePullFailures[reason] {
 		return nil
 	}
-	what := "an image"
-	if ev.InvolvedObject.FieldPath != "" {
-		what = "the image of " + ev.InvolvedObject.FieldPath
-	}
-	return fmt.Errorf("%s of pod %s/%s cannot be pulled: %s (the pod's events above say why)",
-		what, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name, reason)
+	return &ImagePullError{Namespace: ev.InvolvedObject.Namespace, Pod: ev.InvolvedObject.Name,
+		Container: containerOfField(ev.InvolvedObject.FieldPath), Reason: reason,
+		fieldPath: ev.InvolvedObject.FieldPath, fromEvent: true}
 }

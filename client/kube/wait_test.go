@@ -188,7 +188,7 @@ func TestPullFailureEvent(t *testing.T) {
 func startedEvent(p *Pod, name, fieldPath string) *corev1.Event {
 	return &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ci", Name: p.Name, UID: p.UID,
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ci", Name: p.Name, UID: p.UID(),
 			FieldPath: fieldPath},
 		Type: corev1.EventTypeNormal, Reason: "Started", Message: "Started container",
 	}

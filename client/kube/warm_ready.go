@@ -23,7 +23,7 @@ func MarkWarmReady(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod
 	if pod.Status.Phase != corev1.PodRunning {
 		return nil, fmt.Errorf("kube: warm pod %s/%s is %s, not Running yet", pod.Namespace, pod.Name, pod.Status.Phase)
 	}
-	p := &Pod{Client: cs, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Container: BuildContainer}
+	p := &Pod{Client: cs, Namespace: pod.Namespace, Name: pod.Name, uid: pod.UID, Container: BuildContainer}
 	if _, err := p.Hello(ctx); err != nil {
 		return nil, fmt.Errorf("kube: warm pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

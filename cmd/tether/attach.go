@@ -123,7 +123,9 @@ func attachCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			log.Error("cannot delete the pod", "err", gerr)
 			return code
 		}
-		cmdutil.DeletePod(ctx, log, &kube.Pod{Client: cs, Namespace: ns, Name: pod.Name, UID: pod.UID, Logger: log})
+		p := kube.PodOf(cs, pod)
+		p.Logger = log
+		cmdutil.DeletePod(ctx, log, p)
 	}
 	return code
 }

@@ -4,11 +4,11 @@
 //
 // Layout of this package (one owner per file):
 //
-//	main.go        subcommand dispatch, usage, version, program name (kubectl-tether)
+//	main.go        dispatch and `tether help` over the command table, program name (kubectl-tether)
+//	commands.go    the command table: usage, help, completion and dispatch come from it
 //	run.go         runCmd: `tether run`'s help and flags; the run (flags, validation, backends) is internal/runcmd
 //	attach.go      attachCmd: `tether attach`
 //	gc.go          gcCmd: `tether gc`'s help and flags; the command is internal/gccmd
-//	pool.go        poolCmd: `tether pool check|serve|status`'s help; the commands are internal/poolcmd
 //	gitlab.go      gitlabCmd: `tether gitlab`'s arguments and help; the driver is integration/gitlab
 //	actions.go     actionsCmd: `tether actions` (integration/actions)
 //	completion.go  completionCmd: `tether completion bash|zsh|fish`
@@ -26,8 +26,6 @@ import (
 	"strings"
 
 	"github.com/tether-ci/tether/client"
-	"github.com/tether-ci/tether/internal/version"
-	"github.com/tether-ci/tether/protocol"
 )
 
 func main() {
@@ -77,78 +75,35 @@ func sameFile(a, b *os.File) bool {
 	return err == nil && os.SameFile(sa, sb)
 }
 
-const usageText = `tether runs CI job scripts in a tether-shim and streams their output byte-exact.
-
-Usage:
-  tether run [flags] SCRIPT...     run a job (local child process, Kubernetes pod or container)
-  tether attach [flags] POD        follow a job from a new process (runner restarted)
-  tether gc [flags]                delete expired pods and orphaned resources
-  tether pool check|serve|status   warm pods: validate a pools file, keep the pools, show them
-  tether gitlab config|prepare|run SCRIPT STAGE|cleanup
-                                   the GitLab Runner Custom executor driver
-  tether actions                   the GitHub Actions runner container hook
-  tether completion bash|zsh|fish  print a shell completion script
-  tether version                   print the version
-  tether help [COMMAND]            show help
-
-Examples:
-  tether run --local build.sh test.sh --after cleanup.sh
-  tether run --image alpine:3 -n ci build.sh
-
-Run 'tether help COMMAND' (or 'tether COMMAND --help') for a command's flags.
-Installed as kubectl-tether on PATH, tether is the kubectl plugin 'kubectl tether'.
-`
-
 // realMain runs the tether command line args and returns the exit code.
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, progText(ctx, usageText+exitCodesHelp))
+		fmt.Fprint(stderr, progText(ctx, usageText()+exitCodesHelp))
 		return exitUsage
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "run":
-		return runCmd(ctx, rest, stdout, stderr)
-	case "attach":
-		return attachCmd(ctx, rest, stdout, stderr)
-	case "gc":
-		return gcCmd(ctx, rest, stdout, stderr)
-	case "pool":
-		return poolCmd(ctx, rest, stdout, stderr)
-	case "gitlab":
-		return gitlabCmd(ctx, rest, stdout, stderr)
-	case "actions":
-		return actionsCmd(ctx, rest, stdout, stderr)
-	case "completion":
-		return completionCmd(ctx, rest, stdout, stderr)
-	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "tether %s (protocol %d)\n", version.Get(), protocol.Version)
-		return 0
-	case "help", "--help", "-help", "-h":
-		return helpCmd(ctx, rest, stdout, stderr)
-	default:
-		fmt.Fprintf(stderr, "tether: unknown command %q\n\n%s", cmd, progText(ctx, usageText))
+	c := findCommand(args[0])
+	if c == nil {
+		fmt.Fprintf(stderr, "tether: unknown command %q\n\n%s", args[0], progText(ctx, usageText()))
 		return exitUsage
 	}
+	return c.run(ctx, args[1:], stdout, stderr)
 }
 
-// helpCmd prints the general usage, or a command's usage by running it
-// with --help.
+// helpCmd prints the general usage, or a command's help (its own, or
+// the command run with --help).
 func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stdout, progText(ctx, usageText+exitCodesHelp))
-		return 0
+		return generalHelp(ctx, stdout, stderr)
 	}
-	switch args[0] {
-	case "run", "attach", "gc", "actions", "pool":
-		return realMain(ctx, []string{args[0], "--help"}, stdout, stderr)
-	case "completion":
-		return completionCmd(ctx, []string{"--help"}, stdout, stderr)
-	case "version", "help":
-		fmt.Fprint(stdout, progText(ctx, usageText+exitCodesHelp))
-		return 0
+	c := findCommand(args[0])
+	switch {
+	case c == nil:
+		fmt.Fprintf(stderr, "tether help: unknown command %q\n\n%s", args[0], progText(ctx, usageText()))
+		return exitUsage
+	case c.help != nil:
+		return c.help(ctx, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "tether help: unknown command %q\n\n%s", args[0], progText(ctx, usageText))
-	return exitUsage
+	return c.run(ctx, []string{"--help"}, stdout, stderr)
 }
 
 // progNameKey carries the program's name in a context.

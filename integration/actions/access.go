@@ -1,17 +1,10 @@
 package actions
 
+import "github.com/tether-ci/tether/internal/contract"
+
 // Permission is one thing the hook's identity must be allowed in the job
-// pods' namespace.
-type Permission struct {
-	// Group is the resource's API group ("" the core group).
-	Group string
-	// Resource is a resource of Group (pods, pods/attach, ...).
-	Resource string
-	// Verbs are the verbs the hook uses on it.
-	Verbs []string
-	// For says which command needs it.
-	For string
-}
+// pods' namespace: all of its Verbs.
+type Permission = contract.Permission
 
 // Access is everything the hook does in the job pods' namespace: the
 // Role in RBACFile grants exactly this.

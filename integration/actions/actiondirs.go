@@ -9,13 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/tether-ci/tether/client"
-	"github.com/tether-ci/tether/client/kube"
 )
-
-// filesDir is where delivered files land in the job container first.
-const filesDir = kube.FilesDir
 
 // ActionsDir is the runner's _work/_actions in the job container: the
 // actions the runner downloaded, each in <owner>/<repo>/<ref>.
@@ -176,8 +170,7 @@ func deliverActions(plan *stepPlan, w *strings.Builder, args *ScriptStepArgs, ar
 			case f.link != "":
 				fmt.Fprintf(w, "ln -s %s %s || fail %s\n", shellQuote(f.link), dst, fail)
 			default:
-				src := fmt.Sprintf("%s/in-%d", filesDir, len(plan.job.Files))
-				plan.job.Files = append(plan.job.Files, client.File{Path: src, Content: f.content, Mode: f.mode | 0o400})
+				src := stageFile(&plan.job, f.content, f.mode|0o400)
 				fmt.Fprintf(w, "cp %[1]s %[2]s && rm -f %[1]s && chmod %[3]o %[2]s || fail %[4]s\n", src, dst, f.mode, fail)
 			}
 		}

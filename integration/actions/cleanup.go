@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -51,17 +50,6 @@ func CleanupJob(ctx context.Context, h *Hook, in *Input) int {
 
 // deletePod deletes the pod st names; a pod that is gone is no error.
 func deletePod(ctx context.Context, c *cluster, h *Hook, st *State) error {
-	pod := c.pod(h, st)
-	got, err := pod.Get(ctx)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	pod.UID = got.UID
-	if err := pod.Delete(ctx); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
+	_, err := c.pod(h, st).DeleteByName(ctx)
+	return err
 }

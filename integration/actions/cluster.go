@@ -17,9 +17,21 @@ type cluster struct {
 	namespace string
 }
 
-// connect loads the Kubernetes configuration the settings name.
+// Connector makes the API server connection of one command: the REST
+// configuration (for attach), the namespace of the job pods and the
+// clientset.
+type Connector func(kube.ConfigOptions) (*rest.Config, string, kubernetes.Interface, error)
+
+// connect loads the Kubernetes configuration the settings name, through
+// h.Connect (cmdutil.KubeClients when nil).
 func (h *Hook) connect() (*cluster, error) {
-	cfg, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: h.Settings.Kubeconfig, Namespace: h.Settings.Namespace, UserAgent: version.UserAgent("actions")})
+	connect := h.Connect
+	if connect == nil {
+		connect = func(o kube.ConfigOptions) (*rest.Config, string, kubernetes.Interface, error) {
+			return cmdutil.KubeClients(o)
+		}
+	}
+	cfg, ns, cs, err := connect(kube.ConfigOptions{Kubeconfig: h.Settings.Kubeconfig, Namespace: h.Settings.Namespace, UserAgent: version.UserAgent("actions")})
 	if err != nil {
 		return nil, err
 	}

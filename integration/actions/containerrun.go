@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // EnvGitHubWorkspace is the hook's GITHUB_WORKSPACE: the runner-host
@@ -103,7 +104,7 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 	<-awakeDone
 	switch {
 	case res.Cancelled:
-		return h.fail("the step was cancelled (%v)%s", context.Cause(ctx), stepCode(res))
+		return h.fail("the step was cancelled (%v)%s", context.Cause(ctx), cmdutil.CancelledCode(res))
 	case err != nil:
 		return h.fail("the step's outcome is unknown, so it failed: %v", err)
 	}

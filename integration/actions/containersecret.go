@@ -13,18 +13,12 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 )
 
-// ownedBy is the ownerReference to the job's pod: what it owns goes with
-// it.
-func ownedBy(p *corev1.Pod) []metav1.OwnerReference {
-	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID}}
-}
-
 // createStepSecret creates the Secret holding a container step's env,
 // owned by the job's pod.
 func createStepSecret(ctx context.Context, c *cluster, p *corev1.Pod, name string, env map[string][]byte) error {
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: p.Namespace, OwnerReferences: ownedBy(p),
+			Name: name, Namespace: p.Namespace, OwnerReferences: []metav1.OwnerReference{kube.PodOwner(p.Name, p.UID)},
 			Labels: map[string]string{kube.LabelManagedBy: kube.ManagedByValue, kube.LabelJob: p.Labels[kube.LabelJob]},
 		},
 		Type: corev1.SecretTypeOpaque,

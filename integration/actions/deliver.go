@@ -55,10 +55,18 @@ const failFunc = "fail() { printf 'tether actions: %s\\n' \"$1\" >&2; exit 1; }\
 // files dir, and to the wrapper script w a line that copies it to its
 // container path (making the directory) or fails saying so.
 func addDelivery(job *client.Job, w *strings.Builder, container string, content []byte, mode os.FileMode) {
-	src := fmt.Sprintf("%s/in-%d", kube.FilesDir, len(job.Files))
-	job.Files = append(job.Files, client.File{Path: src, Content: content, Mode: mode})
+	src := stageFile(job, content, mode)
 	fmt.Fprintf(w, "mkdir -p %s && cp %s %s || fail %s\n", shellQuote(path.Dir(container)), src, shellQuote(container),
 		shellQuote("cannot write "+container+" in the job container"))
+}
+
+// stageFile adds content to job as a file delivered into the shim's files
+// dir, under a name of its own in the job, and returns its path there: the
+// job's wrapper script copies it into place.
+func stageFile(job *client.Job, content []byte, mode os.FileMode) string {
+	src := fmt.Sprintf("%s/in-%d", kube.FilesDir, len(job.Files))
+	job.Files = append(job.Files, client.File{Path: src, Content: content, Mode: mode})
+	return src
 }
 
 // readOptional reads a file; one that does not exist is nil, no error.

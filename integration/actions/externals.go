@@ -40,6 +40,10 @@ const runnerContainer = "runner"
 // externalsVolume is the job pod's emptyDir that holds the externals.
 const externalsVolume = "actions-externals"
 
+// externalsCopy names the externals' kube.ImageCopy (its init container is
+// kube.ImageCopyPrefix+externalsCopy).
+const externalsCopy = "externals"
+
 // externalsImage is the image the externals come from: the setting, else
 // ACTIONS_RUNNER_IMAGE, else the runner pod's runner container's image;
 // "" when there is none or the setting is ExternalsOff. guessed is true
@@ -88,7 +92,7 @@ func addExternals(spec *kube.Spec, getenv func(string) string, runner *corev1.Po
 	}
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: externalsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	spec.VolumeMounts = append(spec.VolumeMounts, corev1.VolumeMount{Name: externalsVolume, MountPath: ExternalsDir, ReadOnly: true})
-	spec.ImageCopies = append(spec.ImageCopies, kube.ImageCopy{Name: "externals", Image: image, Dir: dir, Volume: externalsVolume, Optional: guessed})
+	spec.ImageCopies = append(spec.ImageCopies, kube.ImageCopy{Name: externalsCopy, Image: image, Dir: dir, Volume: externalsVolume, Optional: guessed})
 	return nil
 }
 
@@ -101,9 +105,10 @@ func externalsAdvice(entryPoint string) string {
 }
 
 // externalsHint is the advice added to a pod start failure caused by the
-// externals' copy.
+// externals' copy: its init container's image cannot be pulled, or the
+// container cannot be created or failed.
 func externalsHint(err error) string {
-	if !strings.Contains(err.Error(), kube.ImageCopyPrefix+"externals") {
+	if kube.FailedContainer(err) != kube.ImageCopyPrefix+externalsCopy {
 		return ""
 	}
 	return fmt.Sprintf(" (the runner's externals are copied out of %s's image, directory %s: fix them, or set %s=%s to go without JavaScript actions)",

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,7 +79,22 @@ func TestAddExternals(t *testing.T) {
 	if err := addExternals(&off, func(k string) string { return map[string]string{EnvExternalsImage: "none"}[k] }, nil); err != nil || len(off.ImageCopies)+len(off.Volumes) != 0 {
 		t.Errorf("none: %v, %+v", err, off)
 	}
-	if h := externalsHint(errors.New("init container tether-copy-externals of pod x failed")); !strings.Contains(h, EnvExternalsImage+"=none") {
-		t.Errorf("hint %q", h)
+	for _, err := range []error{
+		&kube.InitContainerError{Namespace: "ci", Pod: "x", Container: kube.ImageCopyPrefix + externalsCopy, ExitCode: 1},
+		fmt.Errorf("wait: %w", &kube.ImagePullError{Namespace: "ci", Pod: "x", Container: kube.ImageCopyPrefix + externalsCopy, Reason: "ErrImagePull"}),
+	} {
+		if h := externalsHint(err); !strings.Contains(h, EnvExternalsImage+"=none") {
+			t.Errorf("%v: hint %q", err, h)
+		}
+	}
+	// Only the type says which container failed: text naming the copy
+	// is not read.
+	for _, err := range []error{
+		errors.New("init container tether-copy-externals of pod x failed"),
+		&kube.ImagePullError{Namespace: "ci", Pod: "x", Container: kube.BuildContainer, Image: "tether-copy-externals", Reason: "ErrImagePull"},
+	} {
+		if h := externalsHint(err); h != "" {
+			t.Errorf("%v: hint %q, want none", err, h)
+		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
@@ -54,7 +53,7 @@ func collectFileCommands(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod
 	}
 	script := kube.FilesDir + "/collect.sh"
 	job := client.Job{
-		ID:      "collect-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		ID:      client.NewJobID("collect"),
 		Scripts: []string{script},
 		Files:   []client.File{{Path: script, Content: collectScript(paths)}},
 	}

@@ -18,6 +18,10 @@ type Hook struct {
 	Stdout, Stderr io.Writer
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Connect makes the commands' API server connection; nil loads the
+	// kubeconfig the settings name. Unit tests pass client-go's fake
+	// clientset here.
+	Connect Connector
 }
 
 func (h *Hook) logger() *slog.Logger {

@@ -3,14 +3,10 @@ package actions
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"regexp"
-	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,7 +72,7 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	}
 	// The pod's name is chosen here, so its imagePullSecrets can name the
 	// Secret created (owned by the pod) right after it.
-	spec.Name = "tether-" + randomHex(5)
+	spec.Name = kube.NewPodName()
 	spec.ImagePullSecrets = append(spec.ImagePullSecrets, spec.Name+pullSecretSuffix)
 	objs, err := kube.Build(spec)
 	if err != nil {
@@ -86,7 +82,7 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 		return h.fail("%v", err)
 	}
 	if runner != nil {
-		ref := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: runner.Name, UID: runner.UID}
+		ref := kube.PodOwner(runner.Name, runner.UID)
 		for _, p := range []*corev1.Pod{objs.Pod, objs.Fallback} {
 			if p != nil {
 				p.OwnerReferences = append(p.OwnerReferences, ref)
@@ -135,13 +131,6 @@ func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st 
 		return h.fail("%v", err)
 	}
 	return 0
-}
-
-// randomHex returns n random bytes, hex-encoded.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
-	return hex.EncodeToString(b)
 }
 
 // jobSpec is the job's pod: the job container's image and variables (plus
@@ -258,7 +247,7 @@ func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir s
 	var out lockedBuffer
 	script := kube.FilesDir + "/prepare.sh"
 	job := client.Job{
-		ID:      "prepare-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		ID:      client.NewJobID("prepare"),
 		Scripts: []string{script},
 		Files:   []client.File{{Path: script, Content: fmt.Appendf(nil, probeScript, dirs)}},
 	}

@@ -62,7 +62,7 @@ func createPullSecret(ctx context.Context, c *cluster, pod *kube.Pod, job string
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Name + pullSecretSuffix, Namespace: pod.Namespace,
 			Labels:          map[string]string{kube.LabelManagedBy: kube.ManagedByValue, kube.LabelJob: job},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}},
+			OwnerReferences: []metav1.OwnerReference{kube.PodOwner(pod.Name, pod.UID())},
 		},
 		Type: corev1.SecretTypeDockerConfigJson,
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: config},

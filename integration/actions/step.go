@@ -7,12 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // RunScriptStep is run_script_step: it delivers the step's files (the
@@ -55,7 +54,7 @@ func RunScriptStep(ctx context.Context, h *Hook, in *Input) int {
 	var disrupted *kube.DisruptedError
 	switch {
 	case res.Cancelled:
-		return h.fail("the step was cancelled (%v)%s", context.Cause(ctx), stepCode(res))
+		return h.fail("the step was cancelled (%v)%s", context.Cause(ctx), cmdutil.CancelledCode(res))
 	case errors.As(err, &disrupted):
 		return h.fail("the step failed: the job's %v", disrupted)
 	case err != nil:
@@ -80,14 +79,6 @@ func RunScriptStep(ctx context.Context, h *Hook, in *Input) int {
 		return res.ExitCode
 	}
 	return 1
-}
-
-// stepCode says how a cancelled step's script ended, if it reported.
-func stepCode(res client.Result) string {
-	if len(res.Statuses) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(": its script was stopped and ended with exit code %d", res.ExitCode)
 }
 
 // fileCommand is one file-command file: its container path and the
@@ -124,7 +115,7 @@ func planStep(args *ScriptStepArgs, runnerTemp string, delivered []string, warn 
 	if err != nil {
 		return nil, err
 	}
-	id := "step-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	id := client.NewJobID("step")
 	plan := &stepPlan{job: client.Job{ID: id}}
 	var w strings.Builder
 	w.WriteString("#!/bin/sh\n# tether actions: one run_script_step\n")

@@ -2,6 +2,7 @@ package gitlab
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -152,17 +153,26 @@ func TestGitLabQuotaAdvice(t *testing.T) {
 }
 
 // An image that cannot be pulled is named with the setting it comes from,
-// in both forms the wait reports it (from an event, from the status).
+// read from the wait's *kube.ImagePullError (from an event or the status).
 func TestGitLabPullAdvice(t *testing.T) {
 	spec := kube.Spec{Image: "golang:1.26", HelperImage: "ghcr.io/tether-ci/tether-shim:v1", Helper: &kube.Helper{Image: "gitlab-helper:x"}}
-	for _, tc := range []struct{ err, want string }{
-		{"the image of spec.initContainers{tether-init} of pod ci/p cannot be pulled: ErrImagePull", "ghcr.io/tether-ci/tether-shim:v1 is helper-image"},
-		{"image gitlab-helper:x of container helper cannot be pulled: ImagePullBackOff", `gitlab-helper:x is gitlab-helper-image (git and gitlab-runner-helper`},
-		{"the image of spec.containers{build} of pod ci/p cannot be pulled: ErrImageNeverPull", "golang:1.26 is the job's image (image: in .gitlab-ci.yml"},
-		{"image redis:7 of container svc-0-redis cannot be pulled: ErrImagePull", "one of the job's services"},
-		{"pod ci/p stayed unschedulable for 2m0s", ""},
+	pull := func(container string) error {
+		return fmt.Errorf("wait: %w", &kube.ImagePullError{Namespace: "ci", Pod: "p", Container: container, Reason: "ErrImagePull"})
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{pull(kube.InitContainer), "ghcr.io/tether-ci/tether-shim:v1 is helper-image"},
+		{pull(kube.HelperContainer), `gitlab-helper:x is gitlab-helper-image (git and gitlab-runner-helper`},
+		{pull(kube.BuildContainer), "golang:1.26 is the job's image (image: in .gitlab-ci.yml"},
+		{pull("svc-0-redis"), "one of the job's services"},
+		{errors.New("pod ci/p stayed unschedulable for 2m0s"), ""},
+		// Only the type says which container: text is not read.
+		{errors.New("image redis:7 of container svc-0-redis cannot be pulled: ErrImagePull"), ""},
+		{&kube.WaitingError{Namespace: "ci", Pod: "p", Container: kube.BuildContainer, Reason: "CreateContainerError"}, ""},
 	} {
-		got := pullAdvice(errors.New(tc.err), spec)
+		got := pullAdvice(tc.err, spec)
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 			t.Errorf("%q: advice %q, want %q", tc.err, got, tc.want)
 		}

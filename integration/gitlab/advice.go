@@ -55,7 +55,7 @@ func quotaAdvice(err error) string {
 		if strings.Contains(containers, kube.HelperContainer) {
 			set = append(set, "gitlab-helper-cpu and gitlab-helper-memory (the helper container)")
 		}
-		if strings.Contains(containers, "svc-") {
+		if strings.Contains(containers, kube.ServicePrefix) {
 			set = append(set, "service-cpu and service-memory (the services)")
 		}
 		if len(set) == 0 {
@@ -68,23 +68,21 @@ func quotaAdvice(err error) string {
 }
 
 // pullAdvice names the setting behind the image that could not be pulled
-// (err from waiting for the job's pod), "" for any other error.
+// (err from waiting for the job's pod: a *kube.ImagePullError), "" for
+// any other error.
 func pullAdvice(err error, spec kube.Spec) string {
-	msg := err.Error()
-	if !strings.Contains(msg, "cannot be pulled") {
+	var pull *kube.ImagePullError
+	if !errors.As(err, &pull) {
 		return ""
 	}
-	in := func(container string) bool {
-		return strings.Contains(msg, "{"+container+"}") || strings.Contains(msg, "container "+container+" ")
-	}
-	switch {
-	case in(kube.InitContainer):
+	switch c := pull.Container; {
+	case c == kube.InitContainer:
 		return fmt.Sprintf(". %s is helper-image, the tether-shim image of the driver's version: mirror it into a registry the nodes can pull from, or import it on each node (docs/images.md), and set helper-image to it", spec.HelperImage)
-	case spec.Helper != nil && in(kube.HelperContainer):
+	case spec.Helper != nil && c == kube.HelperContainer:
 		return fmt.Sprintf(". %s is gitlab-helper-image (git and gitlab-runner-helper for sources, caches and artifacts; the default is GitLab's registry.gitlab.com image): set it to an image the nodes can pull, or %q to run every stage in the build container", spec.Helper.Image, gitlabNoHelper)
-	case in(kube.BuildContainer):
+	case c == kube.BuildContainer:
 		return fmt.Sprintf(". %s is the job's image (image: in .gitlab-ci.yml, else image: of the driver config): check its name, and pull-secret for a private registry", spec.Image)
-	case strings.Contains(msg, "svc-"):
+	case strings.HasPrefix(c, kube.ServicePrefix):
 		return ". It is one of the job's services (services: in .gitlab-ci.yml): check its name, and pull-secret for a private registry"
 	}
 	return ""

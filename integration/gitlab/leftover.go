@@ -22,16 +22,10 @@ const leftoverTimeout = 2 * time.Minute
 func removeLeftover(ctx context.Context, pod *kube.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, leftoverTimeout)
 	defer cancel()
-	got, err := pod.Get(ctx)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	old := &kube.Pod{Client: pod.Client, Namespace: pod.Namespace, Name: pod.Name, UID: got.UID,
+	old := &kube.Pod{Client: pod.Client, Namespace: pod.Namespace, Name: pod.Name,
 		DeleteGrace: time.Second, Logger: pod.Logger}
-	if err := old.Delete(ctx); err != nil {
+	uid, err := old.DeleteByName(ctx)
+	if uid == "" || err != nil {
 		return err
 	}
 	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
@@ -39,7 +33,7 @@ func removeLeftover(ctx context.Context, pod *kube.Pod) error {
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
-		if err == nil && p.UID != got.UID {
+		if err == nil && p.UID != uid {
 			return false, fmt.Errorf("pod %s/%s was created again by another process while it was being replaced", pod.Namespace, pod.Name)
 		}
 		return false, err

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
@@ -108,7 +107,7 @@ func gitlabStageJob(stage string, content []byte, job *gitlab.Job, cfg *Settings
 		content = withoutInterpreter(content)
 	}
 	j := client.Job{
-		ID:      stage + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		ID:      client.NewJobID(stage),
 		Scripts: []string{target},
 		Files:   []client.File{{Path: target, Content: content}},
 		Mask:    job.MaskedValues(),
@@ -184,17 +183,10 @@ func Cleanup(ctx context.Context, cfg *Settings, env Env, stderr io.Writer) int 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmdutil.DeleteTimeout)
 	defer cancel()
-	got, err := pod.Get(ctx)
-	if apierrors.IsNotFound(err) {
-		return 0 // never created, or already gone
-	}
-	if err == nil {
-		pod.UID = got.UID
-		// The configured grace, even for a pod prepared before it was set.
-		pod.DeleteGrace = time.Duration(cfg.TerminationGrace)
-		err = pod.Delete(ctx)
-	}
-	if err != nil {
+	// The configured grace, even for a pod prepared before it was set.
+	// A pod never created, or already gone, is fine.
+	pod.DeleteGrace = time.Duration(cfg.TerminationGrace)
+	if _, err := pod.DeleteByName(ctx); err != nil {
 		// err names the pod and what failed (get or delete).
 		fmt.Fprintf(stderr, "tether gitlab cleanup: %v%s\n", err, apiAdvice(err))
 		return codes.SystemFailure
@@ -227,17 +219,9 @@ func outcomeLine(stage, where, container string, out stageResult, res client.Res
 	case out.system:
 		return fmt.Sprintf("ERROR: tether: stage %s in %s (container %s) failed: %v", stage, where, container, err)
 	case res.Cancelled:
-		return fmt.Sprintf("WARNING: tether: stage %s was cancelled (%v)%s", stage, cause, cancelledCode(res))
+		return fmt.Sprintf("WARNING: tether: stage %s was cancelled (%v)%s", stage, cause, cmdutil.CancelledCode(res))
 	case err != nil:
 		return fmt.Sprintf("ERROR: tether: stage %s in %s ended: %v", stage, where, err)
 	}
 	return ""
-}
-
-// cancelledCode says how a cancelled stage's script ended, if it reported.
-func cancelledCode(res client.Result) string {
-	if len(res.Statuses) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(": its script was stopped and ended with exit code %d", res.ExitCode)
 }

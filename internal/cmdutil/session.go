@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -163,4 +164,14 @@ func ExitCode(res client.Result, err error) int {
 		return ExitCancelled
 	}
 	return ExitTether
+}
+
+// CancelledCode says how a cancelled job's script ended, if it reported
+// (res from client.Run after a cancel): ": its script was stopped and
+// ended with exit code N", or "".
+func CancelledCode(res client.Result) string {
+	if len(res.Statuses) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": its script was stopped and ended with exit code %d", res.ExitCode)
 }

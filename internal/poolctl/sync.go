@@ -156,7 +156,7 @@ func (l *leader) create(ctx context.Context, cfg *poolConfig) error {
 	l.backoff(cfg.Name).succeed()
 	l.metrics.Creates.WithLabelValues(cfg.Name).Inc()
 	l.opts.Log.Info("created a warm pod", "pool", cfg.Name, "pod", pod.Name)
-	l.recorder.AnnotatedEventf(podRef(pod.Namespace, pod.Name, pod.UID), map[string]string{contract.LabelPool: cfg.Name},
+	l.recorder.AnnotatedEventf(podRef(pod.Namespace, pod.Name, pod.UID()), map[string]string{contract.LabelPool: cfg.Name},
 		corev1.EventTypeNormal, ReasonCreated, "warm pod of pool %s (settings %s)", cfg.Name, cfg.hash)
 	return nil
 }

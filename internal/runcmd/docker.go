@@ -2,8 +2,6 @@ package runcmd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -42,7 +40,7 @@ func runDocker(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.
 		return cmdutil.ExitTether
 	}
 	if job.ID == "" {
-		job.ID = "job-" + randomHex(6)
+		job.ID = client.NewJobID("job")
 	}
 	job.Scripts, job.After = main, after
 	spec := docker.Spec{
@@ -138,13 +136,6 @@ func containerScripts(mainPaths, afterPaths []string) (files []docker.Script, ma
 		after = append(after, cp)
 	}
 	return files, main, after, nil
-}
-
-// randomHex returns n random bytes, hex-encoded.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
-	return hex.EncodeToString(b)
 }
 
 // shimCacheDir is where shims copied out of helper images are kept:

@@ -111,8 +111,8 @@ func TestKubeOwnedObjectsGarbageCollected(t *testing.T) {
 		} else {
 			t.Fatalf("%s was not created: %v", name, err)
 		}
-		if len(refs) != 1 || refs[0].UID != pod.UID {
-			t.Fatalf("%s ownerReferences %+v; want the pod (uid %s)", name, refs, pod.UID)
+		if len(refs) != 1 || refs[0].UID != pod.UID() {
+			t.Fatalf("%s ownerReferences %+v; want the pod (uid %s)", name, refs, pod.UID())
 		}
 	}
 	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {

@@ -1,21 +1,11 @@
 package runnerapi
 
+import "github.com/tether-ci/tether/internal/contract"
+
 // Permission is one thing the driver does with the Kubernetes API in the
-// jobs' namespace: a verb on a resource ("pods", or a subresource such as
-// "pods/attach") of an API group (the core group unless Group says).
-type Permission struct {
-	Group    string
-	Resource string
-	// Verbs: any one of them is enough (pods/attach: get for WebSocket,
-	// create for SPDY; the driver tries WebSocket first).
-	Verbs []string
-	// Required: without it jobs fail. Without the others they run, with
-	// less in the job log or slower.
-	Required bool
-	// For says what the driver needs it for, for the message that names
-	// a missing one.
-	For string
-}
+// jobs' namespace (any one of its Verbs is enough; the driver tries
+// WebSocket, pods/attach get, first).
+type Permission = contract.Permission
 
 // Access is all the driver does with the API: prepare checks it before it
 // creates a pod, and deploy/gitlab/rbac.yaml grants exactly this.
