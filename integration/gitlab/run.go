@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
