@@ -142,7 +142,7 @@ current-context: c
 		}
 		// A stage too: at once, not after the attach's reconnect timeout.
 		out, errb, code = gitlabCLI(t, dir, []string{"JOB_RESPONSE_FILE=" + job}, "run", "--kubeconfig", kc, "--gitlab-helper-image", "none", script, "step_script")
-		if code != 42 || !strings.Contains(errb, "ERROR: tether: get pod ci/tether-gitlab-r3-j5: Unauthorized (the API server refused the runner's credentials") {
+		if code != 42 || !strings.Contains(out, "ERROR: tether: ") || !strings.Contains(out, "get pod ci/tether-gitlab-r3-j5: Unauthorized (the API server refused the runner's credentials") {
 			t.Errorf("run: exit %d stdout %q stderr %q; want 42 and the credentials' advice", code, out, errb)
 		}
 	}

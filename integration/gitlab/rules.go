@@ -24,18 +24,18 @@ func rulesAllowAll(ctx context.Context, cs kubernetes.Interface, ns string) bool
 		return false
 	}
 	for _, p := range gitlab.Access {
-		if !slices.ContainsFunc(p.Verbs, func(verb string) bool { return rulesAllow(r.Status.ResourceRules, verb, p.Resource) }) {
+		if !slices.ContainsFunc(p.Verbs, func(verb string) bool { return rulesAllow(r.Status.ResourceRules, verb, p.Group, p.Resource) }) {
 			return false
 		}
 	}
 	return true
 }
 
-// rulesAllow reports whether rules grant verb on resource (of the core API
-// group; "pods/attach" for a subresource) for every name, as RBAC matches
-// them: "*" for any verb, group or resource, "*/SUB" for a subresource of
-// any resource.
-func rulesAllow(rules []authzv1.ResourceRule, verb, resource string) bool {
+// rulesAllow reports whether rules grant verb on resource of the API group
+// group ("" the core group; "pods/attach" for a subresource) for every
+// name, as RBAC matches them: "*" for any verb, group or resource, "*/SUB"
+// for a subresource of any resource.
+func rulesAllow(rules []authzv1.ResourceRule, verb, group, resource string) bool {
 	_, sub, _ := strings.Cut(resource, "/")
 	for _, r := range rules {
 		if len(r.ResourceNames) > 0 {
@@ -44,7 +44,7 @@ func rulesAllow(rules []authzv1.ResourceRule, verb, resource string) bool {
 		if !slices.Contains(r.Verbs, verb) && !slices.Contains(r.Verbs, "*") {
 			continue
 		}
-		if !slices.Contains(r.APIGroups, "") && !slices.Contains(r.APIGroups, "*") {
+		if !slices.Contains(r.APIGroups, group) && !slices.Contains(r.APIGroups, "*") {
 			continue
 		}
 		if slices.ContainsFunc(r.Resources, func(res string) bool {

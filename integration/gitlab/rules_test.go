@@ -17,6 +17,7 @@ var roleRules = []authzv1.ResourceRule{
 	{Verbs: []string{"create", "get"}, APIGroups: []string{""}, Resources: []string{"pods/attach"}},
 	{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods/log"}},
 	{Verbs: []string{"list", "watch"}, APIGroups: []string{""}, Resources: []string{"events"}},
+	{Verbs: []string{"create"}, APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}},
 }
 
 // withRules makes cs answer SelfSubjectRulesReviews with rules
@@ -72,20 +73,22 @@ func TestGitLabAccessFromRules(t *testing.T) {
 
 func TestRulesAllow(t *testing.T) {
 	for _, tc := range []struct {
-		rule           authzv1.ResourceRule
-		verb, resource string
-		want           bool
+		rule                  authzv1.ResourceRule
+		verb, group, resource string
+		want                  bool
 	}{
-		{authzv1.ResourceRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}, "get", "pods/attach", true},
-		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"*/attach"}}, "get", "pods/attach", true},
-		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"*/attach"}}, "get", "pods", false},
-		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}, "get", "pods/log", false},
-		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{"apps"}, Resources: []string{"pods"}}, "get", "pods", false},
-		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"p"}}, "get", "pods", false},
-		{authzv1.ResourceRule{Verbs: []string{"list"}, APIGroups: []string{""}, Resources: []string{"pods"}}, "get", "pods", false},
+		{authzv1.ResourceRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}, "get", "", "pods/attach", true},
+		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"*/attach"}}, "get", "", "pods/attach", true},
+		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"*/attach"}}, "get", "", "pods", false},
+		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}, "get", "", "pods/log", false},
+		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{"apps"}, Resources: []string{"pods"}}, "get", "", "pods", false},
+		{authzv1.ResourceRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"p"}}, "get", "", "pods", false},
+		{authzv1.ResourceRule{Verbs: []string{"list"}, APIGroups: []string{""}, Resources: []string{"pods"}}, "get", "", "pods", false},
+		{authzv1.ResourceRule{Verbs: []string{"create"}, APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}}, "create", "policy", "poddisruptionbudgets", true},
+		{authzv1.ResourceRule{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"poddisruptionbudgets"}}, "create", "policy", "poddisruptionbudgets", false},
 	} {
-		if got := rulesAllow([]authzv1.ResourceRule{tc.rule}, tc.verb, tc.resource); got != tc.want {
-			t.Errorf("%+v allows %s %s: %v, want %v", tc.rule, tc.verb, tc.resource, got, tc.want)
+		if got := rulesAllow([]authzv1.ResourceRule{tc.rule}, tc.verb, tc.group, tc.resource); got != tc.want {
+			t.Errorf("%+v allows %s %s/%s: %v, want %v", tc.rule, tc.verb, tc.group, tc.resource, got, tc.want)
 		}
 	}
 }
