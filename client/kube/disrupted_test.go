@@ -11,7 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client"
 )
@@ -154,4 +156,44 @@ func TestDisruptionWatchPreemption(t *testing.T) {
 	}
 	_ = tracked.Close()
 	<-done // the watch ends once it found a disruption
+}
+
+// An API server with the WatchList feature on and an etcd that cannot
+// report watch progress refuses a watch from no version with an error
+// event (as its watch cache does); the watch still sees the pod evicted
+// through the Eviction API, from the version it read.
+func TestDisruptionWatchWithoutWatchList(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := fake.NewClientset(disruptedPod())
+	watching := make(chan struct{}, 16)
+	cs.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if a.(k8stesting.WatchAction).GetWatchRestrictions().ResourceVersion != "" {
+			watching <- struct{}{}
+			return false, nil, nil // the tracker's watch
+		}
+		refused := watch.NewFakeWithChanSize(1, false)
+		refused.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 500, Reason: metav1.StatusReasonInternalError,
+			Message: "a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled"})
+		return true, refused, nil
+	})
+	w := newDisruptionWatch(cs, "ci", "job", slog.New(slog.DiscardHandler))
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx) }()
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pod was never watched from a version")
+	}
+	p := disruptedPod()
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: ReasonEvictionByEvictionAPI, Message: "Eviction API: evicting"})
+	if _, err := cs.CoreV1().Pods("ci").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e := w.settle(ctx, 5*time.Second)
+	if want := "pod ci/job: evicted by the Eviction API (node drain): Eviction API: evicting"; e == nil || e.Error() != want {
+		t.Fatalf("settle = %v; want %q", e, want)
+	}
+	<-done
 }

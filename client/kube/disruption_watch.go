@@ -30,7 +30,7 @@ const (
 )
 
 // disruptionWatch follows one job's pod while its job runs (Run) and
-// notices involuntary disruptions: it watches the pod alone (one watch
+// notices involuntary disruptions: it watches the pod alone (one read, then one watch
 // request; the pod's node is read when the node lifecycle controller
 // marks the pod not ready, and while the session cannot reach the shim). On a disruption it records a DisruptedError
 // and closes the transport's connections, so the session's next Connect
@@ -130,10 +130,27 @@ func (w *disruptionWatch) run(ctx context.Context) {
 	}
 }
 
-// watchFrom watches the pod from version *rv ("": its current state
-// first, as an Added event: one request, no list), keeping *rv up to
-// date; done is true when there is nothing more to watch for.
+// watchFrom watches the pod from version *rv, keeping *rv up to date;
+// done is true when there is nothing more to watch for. With no version
+// (*rv == "") the pod is read first and watched from the version read: an
+// API server with the WatchList feature (on by default since Kubernetes
+// 1.32) makes a watch from no version a watch-list request, which it
+// refuses with an error event when its etcd cannot report watch progress,
+// so such a watch would never see the pod change.
 func (w *disruptionWatch) watchFrom(ctx context.Context, rv *string) (done bool, err error) {
+	if *rv == "" {
+		p, err := w.cs.CoreV1().Pods(w.ns).Get(ctx, w.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, nil
+		case err != nil:
+			return false, err
+		}
+		*rv = p.ResourceVersion
+		if w.see(ctx, p) {
+			return true, nil
+		}
+	}
 	wi, err := w.cs.CoreV1().Pods(w.ns).Watch(ctx, metav1.ListOptions{
 		FieldSelector:       fields.OneTermEqualSelector("metadata.name", w.name).String(),
 		ResourceVersion:     *rv,
