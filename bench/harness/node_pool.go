@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/client/kube"
@@ -127,14 +128,25 @@ func startWarmPod(ctx context.Context, k *kubeEnv, settings kube.Spec, pool stri
 	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: 2 * time.Minute}); err != nil {
 		return fail(err)
 	}
-	got, err := pod.Get(ctx)
-	if err != nil {
-		return fail(err)
+	// The pod's phase says Running a moment after WaitRunning saw the
+	// container start; MarkWarmReady wants it Running.
+	for {
+		got, err := pod.Get(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		if got.Status.Phase == corev1.PodRunning {
+			if _, err := kube.MarkWarmReady(ctx, k.cs, got); err != nil {
+				return fail(err)
+			}
+			return pod.Name, nil
+		}
+		select {
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	if _, err := kube.MarkWarmReady(ctx, k.cs, got); err != nil {
-		return fail(err)
-	}
-	return pod.Name, nil
 }
 
 // timedFirstOutput runs bin with args; it returns how long after the

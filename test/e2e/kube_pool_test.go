@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
@@ -52,11 +53,20 @@ func startWarmPods(ctx context.Context, t *testing.T, c *Cluster, pool string, s
 				errs[i] = err
 				return
 			}
-			got, err := pod.Get(ctx)
-			if err == nil {
+			// WaitRunning ends at the container's start; the pod's phase
+			// says Running a moment later, and the controller marks a pod
+			// ready only once its informer shows it Running.
+			errs[i] = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				got, err := pod.Get(ctx)
+				if err != nil {
+					return false, err
+				}
+				if got.Status.Phase != corev1.PodRunning {
+					return false, nil
+				}
 				_, err = kube.MarkWarmReady(ctx, c.Client, got)
-			}
-			errs[i] = err
+				return err == nil, err
+			})
 		})
 	}
 	wg.Wait()

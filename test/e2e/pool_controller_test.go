@@ -291,11 +291,13 @@ func TestPoolControllerKeepsThePool(t *testing.T) {
 
 	// The leader SIGKILLed in the middle of a refill of two claims; b takes
 	// over once the Lease runs out, a restarts as a candidate.
+	// A claim the old leader may still refill, one made after its end
+	// that only the new leader can.
 	c.poolClaim(ctx, t, idle[0])
-	c.poolClaim(ctx, t, idle[1])
-	claimed = append(claimed, idle[0].Name, idle[1].Name)
 	time.Sleep(30 * time.Millisecond)
 	a.kill()
+	c.poolClaim(ctx, t, idle[1])
+	claimed = append(claimed, idle[0].Name, idle[1].Name)
 	a = startPoolController(t, kc, config, "ctl-a2")
 	idle = c.waitIdle(ctx, t, ns, "a", size, 2*time.Minute)
 	time.Sleep(2 * time.Second) // anything still coming would come now
