@@ -147,8 +147,10 @@ func (t *Transport) connect(ctx context.Context) (client.Conn, error) {
 		// pod only to tell why the attach failed.
 		c, err := t.attach(ctx, cs)
 		if err != nil {
-			_, cerr := t.checkContainer(ctx, cs)
-			if errors.Is(cerr, client.ErrShimGone) || apierrors.IsUnauthorized(cerr) || apierrors.IsForbidden(cerr) {
+			// The pod's state says why, as a Connect that reads it
+			// first would have: gone, its container ended (a
+			// ContainerEndedError), or the API server refused.
+			if _, cerr := t.checkContainer(ctx, cs); cerr != nil {
 				return nil, cerr
 			}
 		}

@@ -253,7 +253,8 @@ func TestKubePoolPodGoneBeforeAttach(t *testing.T) {
 	ns := c.NewNamespace(t, "poolgone")
 	startWarmPods(ctx, t, c, "gone", poolSettings(ns, BusyboxImage), 1)
 	spec := kubeSpec(ns, BusyboxImage, "echo must not run\n")
-	spec.IdleTimeout, spec.Labels = 0, nil
+	// The pool's settings (poolSettings names no pull policy).
+	spec.IdleTimeout, spec.Labels, spec.PullPolicy = 0, nil, ""
 	pod, err := kube.Claim(ctx, c.Client, kube.ClaimRequest{Pool: "gone", Spec: spec, Logger: kubeLogger(t)})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
