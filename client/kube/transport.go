@@ -62,11 +62,13 @@ type TransportOptions struct {
 	// final record) still count, unless the kubelet rotated the log (10
 	// MiB by default).
 	NoLogReplay bool
-	// AttachFirst makes every Connect attach at once and read the pod
-	// only when the attach failed (to tell a pod that is gone or a
-	// container that ended from a broken connection), one request per
-	// connection instead of two: for a container known to run, such as
-	// the pod of a GitLab job between its stages.
+	// AttachFirst makes the first Connect attach at once and read the
+	// pod only when the attach failed (to tell a pod that is gone or a
+	// container that ended from a broken connection), one request instead
+	// of two: for a container known to run, such as the pod of a GitLab
+	// job between its stages. A reconnect reads the pod first, so a
+	// container that ended (an attach to it can fail only once its
+	// streams time out) ends the session at once.
 	AttachFirst bool
 }
 
@@ -98,6 +100,9 @@ type Transport struct {
 	// WaitRunning): the first Connect attaches without reading the pod
 	// first.
 	started atomic.Bool
+	// connected says Connect was called before (AttachFirst: only the
+	// first attaches without reading the pod).
+	connected atomic.Bool
 	// disruptions is the watch of the pod Run keeps while its job runs.
 	disruptions atomic.Pointer[disruptionWatch]
 }
@@ -141,7 +146,7 @@ func (t *Transport) connect(ctx context.Context) (client.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.started.Swap(false) || t.Options.AttachFirst {
+	if t.started.Swap(false) || t.Options.AttachFirst && !t.connected.Swap(true) {
 		// The container was just seen to start (Pod.Transport after
 		// WaitRunning), or is known to run: attach at once, and read the
 		// pod only to tell why the attach failed.
