@@ -156,6 +156,16 @@ func TestKubeDisruptionDrainWaits(t *testing.T) {
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("the job's PodDisruptionBudgets: %v %v; want one", pods, err)
 	}
+	// The budget guards the pod once the disruption controller counted it
+	// healthy (Ready): an unready pod under a budget not yet counted is
+	// evictable (the Eviction API's unhealthy-pod rule).
+	c.WaitFor(ctx, t, "the job's budget counts its pod", func(ctx context.Context) (bool, error) {
+		b, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, pods.Items[0].Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return b.Status.ObservedGeneration >= b.Generation && b.Status.CurrentHealthy >= 1, nil
+	})
 	drained := drainJob(ctx, t, c, mark, 120*time.Second)
 	code := r.wait(t, 60*time.Second)
 	want := "started\ntick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\ntick 7\ntick 8\ndone\n"
