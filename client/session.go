@@ -278,7 +278,9 @@ func (s *session) run(ctx context.Context) (Result, error) {
 // the shim's log when the transport has one, else with err.
 func (s *session) shimGone(ctx context.Context, err error) (Result, error) {
 	ls, ok := s.t.(LogSource)
-	if !ok {
+	// Options.FromEnd and the stream's end never learned: the job was
+	// never sent, so the log holds none of it (only earlier jobs').
+	if !ok || s.st.findEnd {
 		return s.finish(fmt.Errorf("%w: %w", ErrNoResult, err))
 	}
 	lerr := s.readLog(ctx, ls)
