@@ -376,6 +376,15 @@ func descendants(t *testing.T, root int) map[int]string {
 	return out
 }
 
+// comm is the command name of process pid ("" once it is gone).
+func comm(pid int) string {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
 // eventually polls cond until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

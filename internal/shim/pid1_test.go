@@ -29,10 +29,21 @@ echo spawned
 	if st := p.waitStatus(s, 60*time.Second); st.CommandExitCode != 0 {
 		t.Fatalf("orphan script failed: %+v", st)
 	}
+	// Wait until only the 1000 sleeps are left: a helper of depth 2 or 3
+	// still alive may start its sleep after the list was read, and a sleep
+	// no signal reached would outlive the test.
 	var orphans map[int]string
-	eventually(t, 30*time.Second, "1000 orphans under the shim", func() bool {
+	eventually(t, 60*time.Second, "exactly the 1000 orphaned sleeps under the shim", func() bool {
 		orphans = descendants(t, p.pid())
-		return len(orphans) >= 1000
+		if len(orphans) != 1000 {
+			return false
+		}
+		for pid := range orphans {
+			if comm(pid) != "sleep" {
+				return false
+			}
+		}
+		return true
 	})
 	for pid := range orphans {
 		_ = syscall.Kill(pid, syscall.SIGTERM) // they end; only the shim can reap them
