@@ -125,6 +125,12 @@ func fakeKubelet(ctx context.Context) (*fake.Clientset, *sync.WaitGroup, func() 
 					_ = cs.CoreV1().ConfigMaps("ci").Delete(ctx, cm.Name, metav1.DeleteOptions{})
 				}
 			}
+			pdbs, _ := cs.PolicyV1().PodDisruptionBudgets("ci").List(ctx, metav1.ListOptions{})
+			for _, b := range pdbs.Items {
+				if len(b.OwnerReferences) == 1 && b.OwnerReferences[0].UID == uid {
+					_ = cs.PolicyV1().PodDisruptionBudgets("ci").Delete(ctx, b.Name, metav1.DeleteOptions{})
+				}
+			}
 			secs, _ := cs.CoreV1().Secrets("ci").List(ctx, metav1.ListOptions{})
 			for _, s := range secs.Items {
 				if len(s.OwnerReferences) == 1 && s.OwnerReferences[0].UID == uid {
@@ -136,7 +142,8 @@ func fakeKubelet(ctx context.Context) (*fake.Clientset, *sync.WaitGroup, func() 
 	})
 	go func() {
 		// A status the kubelet set before WaitRunning's pod watch was
-		// registered would never reach it (see fakeWatches).
+		// registered would never reach it (see fakeWatches): the first
+		// pod's waits for the first watch.
 		if !watches.await(ctx, 1, "pods") {
 			return
 		}
@@ -147,7 +154,9 @@ func fakeKubelet(ctx context.Context) (*fake.Clientset, *sync.WaitGroup, func() 
 				continue
 			}
 			for _, p := range pods.Items {
-				if p.Status.Phase != "" {
+				// A Running status is sent again and again: the watch of
+				// a Fallback pod may be registered after its first one.
+				if p.Status.Phase != "" && p.Status.Phase != corev1.PodRunning {
 					continue
 				}
 				if _, ok := shimImage(&p); ok {
