@@ -235,7 +235,7 @@ func waitStepStarted(ctx context.Context, h *Hook, c *cluster, st *State, name s
 			case cs != nil && cs.State.Terminated != nil:
 				t := cs.State.Terminated
 				return fmt.Errorf("the step's container (image %s) ended as it started, before its program ran: exit code %d, %s: %s", cs.Image, t.ExitCode, t.Reason, t.Message)
-			case cs != nil && cs.State.Waiting != nil && fatalWaiting[cs.State.Waiting.Reason]:
+			case cs != nil && cs.State.Waiting != nil && kube.FatalWaiting(cs.State.Waiting.Reason):
 				return fmt.Errorf("the step's container (image %s) cannot start: %s: %s", cs.Image, cs.State.Waiting.Reason, cs.State.Waiting.Message)
 			case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 				return fmt.Errorf("the job's pod %s/%s ended (%s) before the step's container ran", st.Namespace, st.Pod, p.Status.Phase)
@@ -243,13 +243,6 @@ func waitStepStarted(ctx context.Context, h *Hook, c *cluster, st *State, name s
 		}
 		sleep(ctx, startPoll)
 	}
-}
-
-// fatalWaiting are the reasons a container waits for that do not go away
-// by waiting: the step fails with them.
-var fatalWaiting = map[string]bool{
-	"ImagePullBackOff": true, "ErrImageNeverPull": true, "InvalidImageName": true,
-	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
 }
 
 // stepStatus is the status of the pod's ephemeral container name.
