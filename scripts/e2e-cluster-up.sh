@@ -78,8 +78,9 @@ start() {
   shift
   bin=$(binary_of "$name")
   [ -x "$bin" ] || e2e_die "$name binary $bin is missing"
-  # 8>&-: the daemon must not inherit (and so hold) the up/down lock.
-  setsid "$bin" "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- &
+  # 3>&- ... 9>&-: the daemon must not inherit (and so hold) the up/down
+  # lock (fd 8) or a lock of whoever called this script (flock(1) passes fd 3).
+  setsid "$bin" "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   pid=$!
   echo "$pid" >"$PIDS/$name.pid"
   # Until the background shell and setsid have exec'd, /proc/PID/exe names
