@@ -36,6 +36,9 @@ type runnerDir struct {
 	container string // its path in the job container
 	entries   []treeEntry
 	size      int64
+	// workspace makes the last job record the workspace's action
+	// metadata files (actionMetaFunc): the runner has them already.
+	workspace bool
 }
 
 // runnerDisk is what prepare_job copies from the runner's disk.
@@ -104,7 +107,7 @@ func planRunnerDisk(ctr *Container, limit int64) (*runnerDisk, error) {
 			return nil, fmt.Errorf("cannot copy the runner's %s %s into the job's pod: %w", t.what, host, err)
 		}
 		total += size
-		disk.dirs = append(disk.dirs, runnerDir{what: t.what, host: host, container: t.container, entries: entries, size: size})
+		disk.dirs = append(disk.dirs, runnerDir{what: t.what, host: host, container: t.container, entries: entries, size: size, workspace: t.what == "workspace"})
 	}
 	return disk, nil
 }
@@ -138,6 +141,10 @@ func (d *runnerDir) copyJobs(maxBytes int64, maxEntries int) ([]client.Job, erro
 		}
 		if end == len(d.entries) {
 			writeDirModes(&w, d.container, d.entries, fail)
+			if d.workspace {
+				w.WriteString(actionMetaScript())
+				fmt.Fprintf(&w, "meta_scan %s 0 || fail %s\n", shellQuote(d.container), shellQuote("cannot list the workspace's action metadata files"))
+			}
 		}
 		script := kube.FilesDir + "/copy.sh"
 		job.Files = append(job.Files, client.File{Path: script, Content: []byte(w.String()), Mode: 0o700})
