@@ -93,6 +93,10 @@ func planRunnerDisk(ctr *Container, limit int64) (*runnerDisk, error) {
 		if !ok {
 			continue
 		}
+		// The directory itself may be a link (a tool cache elsewhere).
+		if real, err := filepath.EvalSymlinks(host); err == nil {
+			host = real
+		}
 		entries, size, err := walkTree(host, limit-total, true)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && len(entries) == 0:

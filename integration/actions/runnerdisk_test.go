@@ -190,6 +190,19 @@ func TestRunnerDiskEmpty(t *testing.T) {
 	if err != nil || !disk.empty() {
 		t.Fatalf("planned %+v, %v: want nothing to copy", disk, err)
 	}
+	// A tool cache elsewhere, _work/_tool a link to it: its files.
+	elsewhere := filepath.Join(t.TempDir(), "hostedtoolcache")
+	writeFile(t, filepath.Join(elsewhere, "t", "1", "x64", "bin", "t"), "t", 0o755)
+	if err := os.Remove(filepath.Join(work, "_tool")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(work, "_tool")); err != nil {
+		t.Fatal(err)
+	}
+	disk, err = planRunnerDisk(runnerJob(work), DefaultCopyLimit)
+	if err != nil || disk.empty() || disk.dirs[1].container != ToolDir || len(disk.dirs[1].entries) != 5 {
+		t.Fatalf("a linked tool cache: planned %+v, %v", disk, err)
+	}
 	// No mounts (an older runner): nothing either.
 	disk, err = planRunnerDisk(&Container{Image: "debian", WorkingDirectory: "/__w/repo/repo"}, DefaultCopyLimit)
 	if err != nil || !disk.empty() {
