@@ -38,21 +38,25 @@ const (
 
 // actionMetaFunc defines meta_scan WORKSPACE EMIT for the pod's scripts:
 // it lists the workspace's action.yml and action.yaml files (not under
-// .git) into actionMetaList and, when EMIT is 1, prints those not in the
-// previous listing in collectLoop's format (an "S <size> <path>" line for
+// .git) with their sizes and sha256 (cksum where the image has no
+// sha256sum) into actionMetaList and, when EMIT is 1, prints those not in
+// the previous listing in collectLoop's format (an "S <size> <path>" line for
 // one left out by the bounds), then END.
 const actionMetaFunc = `meta_scan() {
   old=` + actionMetaList + `; new=$old.new; n=0
   : > "$new" || return 1
   find "$1" -name .git -prune -o -type f \( -name action.yml -o -name action.yaml \) -print 2>/dev/null > "$new.names"
   while IFS= read -r f; do
-    c=$(cksum < "$f") || continue
-    printf '%%s %%s\n' "$c" "$f" >> "$new"
+    size=$(wc -c < "$f" | tr -d ' ') || continue
+    s=$(sha256sum < "$f" 2>/dev/null | cut -c1-64)
+    [ -n "$s" ] || s=$(cksum < "$f" 2>/dev/null | tr ' ' -)
+    [ -n "$s" ] || s=-
+    printf '%%s %%s %%s\n' "$size" "$s" "$f" >> "$new"
     [ "$2" = 1 ] || continue
-    grep -Fxq -- "$c $f" "$old" 2>/dev/null && continue
-    n=$((n+1)); size=${c#* }
+    grep -Fxq -- "$size $s $f" "$old" 2>/dev/null && continue
+    n=$((n+1))
     if [ "$size" -gt %d ] || [ "$n" -gt %d ]; then printf 'S %%s %%s\n' "$size" "$f"; continue; fi
-    s=$( (sha256sum < "$f" 2>/dev/null || echo -) | cut -c1-64)
+    case $s in *-*) s=- ;; esac
     printf 'F %%s %%s %%s\n' "$size" "$s" "$f"
     cat "$f" || return 1
     printf '\n'

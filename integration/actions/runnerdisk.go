@@ -195,7 +195,7 @@ func copyRunnerDisk(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, dis
 		}
 		size += d.size
 	}
-	fmt.Fprintf(h.Stdout, "tether: copied %d files (%s) of the runner's workspace, tool cache and home directory into the pod in %s\n",
-		files, quantity(size), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(h.Stdout, "tether: copied %d files (%d bytes) of the runner's workspace, tool cache and home directory into the pod in %s\n",
+		files, size, time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -62,11 +62,11 @@ func TestActionsRunnerDisk(t *testing.T) {
 	defer cancel()
 	r := newActionsRunner(t, c, ns)
 	fillRunnerDisk(t, r)
-	res, err := r.PrepareJob(ctx, BusyboxImage, nil, nil)
+	res, err := r.PrepareJob(ctx, BashImage, nil, nil)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d\nstdout %s\nstderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	if !strings.Contains(string(res.Stdout), "tether: copied 4 files") {
+	if !strings.Contains(string(res.Stdout), "tether: copied 5 files (83 bytes)") {
 		t.Errorf("prepare_job's output %q: want the copy reported", res.Stdout)
 	}
 
@@ -93,7 +93,7 @@ func TestActionsRunnerDisk(t *testing.T) {
 	// Over the bound: prepare_job fails before any pod exists.
 	small := newActionsRunner(t, c, ns, actions.EnvCopyLimit+"=40")
 	fillRunnerDisk(t, small)
-	res, err = small.PrepareJob(ctx, BusyboxImage, nil, nil)
+	res, err = small.PrepareJob(ctx, BashImage, nil, nil)
 	out := string(res.Stdout) + string(res.Stderr)
 	if err != nil || res.ExitCode == 0 || !strings.Contains(out, actions.EnvCopyLimit+"=40") || !strings.Contains(out, filepath.Join(small.Work, "_tool")) {
 		t.Errorf("prepare_job over the bound: %v, exit %d, output %s", err, res.ExitCode, out)

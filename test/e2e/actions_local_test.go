@@ -88,6 +88,7 @@ func TestActionsLocalActions(t *testing.T) {
 	if res.ExitCode != 0 {
 		t.Fatalf("checkout: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout, res.Stderr)
 	}
+	checkoutStderr := res.Stderr
 	ws := filepath.Join(r.Work, r.Repo, r.Repo)
 	if _, err := os.Stat(filepath.Join(ws, "README.md")); err == nil {
 		t.Error("README.md came back to the runner: only action metadata should")
@@ -97,7 +98,7 @@ func TestActionsLocalActions(t *testing.T) {
 		t.Helper()
 		results, err := r.RunLocal(ctx, s)
 		if err != nil || len(results) != 1 {
-			t.Fatalf("%s: %v, %d results %+v", s.Path, err, len(results), results)
+			t.Fatalf("%s: %v, %d results %+v (the checkout's stderr: %s)", s.Path, err, len(results), results, checkoutStderr)
 		}
 		return results[0]
 	}
