@@ -18,14 +18,15 @@ type sectionFunc func(ctx context.Context, cfg *config, ws *workspace, log *slog
 
 func sectionFuncs() map[string]sectionFunc {
 	return map[string]sectionFunc{
-		"cli":      cliSection,
-		"relay":    relaySection,
-		"latency":  latencySection,
-		"overhead": overheadSection,
-		"memory":   memorySection,
-		"node":     nodeSection,
-		"gitlab":   gitlabSection,
-		"pool":     poolSection,
+		"cli":             cliSection,
+		"relay":           relaySection,
+		"latency":         latencySection,
+		"overhead":        overheadSection,
+		"memory":          memorySection,
+		"node":            nodeSection,
+		"gitlab":          gitlabSection,
+		"pool":            poolSection,
+		"actions-prepare": actionsPrepareSection,
 	}
 }
 

@@ -58,67 +58,21 @@ func hostActionsDir(runnerTemp string) string {
 	return filepath.Join(filepath.Dir(filepath.Clean(runnerTemp)), "_actions")
 }
 
-// actionFile is one entry of an action directory to deliver.
-type actionFile struct {
-	rel     string      // slash-separated, relative to the action directory
-	mode    fs.FileMode // permission bits of a regular file
-	content []byte      // a regular file's content
-	link    string      // a symlink's target ("" for other entries)
-	dir     bool
-}
-
-// readActionDir reads the runner's copy of the action directory dir
+// readActionDir lists the runner's copy of the action directory dir
 // (under actionsHost): its directories, regular files with their modes
 // and symlinks, at most MaxActionSize bytes of content.
-func readActionDir(actionsHost, dir string) ([]actionFile, error) {
+func readActionDir(actionsHost, dir string) ([]treeEntry, error) {
 	root := filepath.Join(actionsHost, filepath.FromSlash(strings.TrimPrefix(dir, ActionsDir+"/")))
-	var files []actionFile
-	total := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if rel == "." {
-			return nil
-		}
-		switch t := d.Type(); {
-		case t.IsDir():
-			files = append(files, actionFile{rel: rel, dir: true})
-		case t&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			files = append(files, actionFile{rel: rel, link: target})
-		case t.IsRegular():
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			total += int(info.Size())
-			if total > MaxActionSize {
-				return fmt.Errorf("the action %s holds more than %d MiB: tether actions delivers at most that much per action", dir, MaxActionSize>>20)
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			files = append(files, actionFile{rel: rel, mode: info.Mode().Perm(), content: b})
-		}
-		return nil
-	})
-	if errors.Is(err, fs.ErrNotExist) && len(files) == 0 {
+	entries, _, err := walkTree(root, MaxActionSize, false)
+	switch {
+	case errors.Is(err, errTreeTooBig):
+		return nil, fmt.Errorf("the action %s holds more than %d MiB: tether actions delivers at most that much per action", dir, MaxActionSize>>20)
+	case errors.Is(err, fs.ErrNotExist) && len(entries) == 0:
 		return nil, fmt.Errorf("the action %s is not on the runner at %s: the runner downloads actions there before the job starts", dir, root)
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("read the action %s at %s: %w", dir, root, err)
 	}
-	return files, nil
+	return entries, nil
 }
 
 // stepActions returns the action directories a step needs, in order of
@@ -141,10 +95,9 @@ func stepActions(actionsHost, entryPoint string, argv []string, env map[string]s
 
 // deliverActions adds to plan the files of every action directory the step
 // needs (stepActions) that is not in delivered, and to the wrapper w the
-// commands that put them in place: the directory is made afresh (so a
-// repeated delivery, after a step whose response the runner did not read,
-// is harmless), each file is copied with its mode and removed from the
-// shim's memory-backed files volume. A step whose entry point is one of
+// commands that put them in place (writeTree): the directory is made
+// afresh (so a repeated delivery, after a step whose response the runner
+// did not read, is harmless). A step whose entry point is one of
 // the runner's externals (ExternalsDir) checks that it is there.
 func deliverActions(plan *stepPlan, w *strings.Builder, args *ScriptStepArgs, argv []string, runnerTemp string, delivered []string) error {
 	host := hostActionsDir(runnerTemp)
@@ -162,17 +115,8 @@ func deliverActions(plan *stepPlan, w *strings.Builder, args *ScriptStepArgs, ar
 		}
 		fail := shellQuote("cannot put the action " + dir + " in place in the job container")
 		fmt.Fprintf(w, "rm -rf %[1]s && mkdir -p %[1]s || fail %[2]s\n", shellQuote(dir), fail)
-		for _, f := range files {
-			dst := shellQuote(dir + "/" + f.rel)
-			switch {
-			case f.dir:
-				fmt.Fprintf(w, "mkdir -p %s || fail %s\n", dst, fail)
-			case f.link != "":
-				fmt.Fprintf(w, "ln -s %s %s || fail %s\n", shellQuote(f.link), dst, fail)
-			default:
-				src := stageFile(&plan.job, f.content, f.mode|0o400)
-				fmt.Fprintf(w, "cp %[1]s %[2]s && rm -f %[1]s && chmod %[3]o %[2]s || fail %[4]s\n", src, dst, f.mode, fail)
-			}
+		if err := writeTree(&plan.job, w, dir, files, fail); err != nil {
+			return fmt.Errorf("the action %s: %w", dir, err)
 		}
 		plan.actions = append(plan.actions, dir)
 	}

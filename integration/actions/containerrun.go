@@ -113,7 +113,7 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 			st.Namespace, st.Pod, res.Reconnects)
 	}
 	if len(fileCmds) > 0 {
-		if err := collectFileCommands(ctx, h, c, pod, from, fileCmds); err != nil {
+		if err := collectFileCommands(ctx, h, c, pod, from, fileCmds, nil); err != nil {
 			return h.fail("the step ended with exit code %d, but its file commands (GITHUB_ENV, GITHUB_OUTPUT, ...) could not be copied back to the runner: %v", res.ExitCode, err)
 		}
 	}

@@ -35,6 +35,10 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	if err := checkWorkingDirectory(args.Container.WorkingDirectory); err != nil {
 		return h.fail("the job container: %v", err)
 	}
+	disk, err := planRunnerDisk(args.Container, h.Settings.CopyLimit)
+	if err != nil {
+		return h.fail("%v", err)
+	}
 	shape, err := planShape(&args, h.Getenv(EnvHookTemplate), h.warn)
 	if err != nil {
 		return h.fail("%v", err)
@@ -99,7 +103,7 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 		code = h.fail("%v", err)
 	}
 	if code == 0 {
-		code = prepareCreated(ctx, h, c, pod, st, &args, in.ResponseFile)
+		code = prepareCreated(ctx, h, c, pod, st, &args, disk, in.ResponseFile)
 	}
 	if code != 0 {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
@@ -112,9 +116,10 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	return 0
 }
 
-// prepareCreated waits for the created pod, probes it and writes the
-// response; a non-zero code means the pod must go.
-func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *State, args *PrepareJobArgs, responseFile string) int {
+// prepareCreated waits for the created pod, probes it, copies the runner's
+// disk into it and writes the response; a non-zero code means the pod
+// must go.
+func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *State, args *PrepareJobArgs, disk *runnerDisk, responseFile string) int {
 	fmt.Fprintf(h.Stdout, "tether: pod %s/%s created (image %s)\n", pod.Namespace, pod.Name, args.Container.Image)
 	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: h.Settings.PrepareTimeout, ScheduleTimeout: h.Settings.Pod.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
@@ -124,6 +129,9 @@ func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st 
 	}
 	alpine, err := probePod(ctx, h, c, pod, args.Container.WorkingDirectory)
 	if err != nil {
+		return h.fail("the job's pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	if err := copyRunnerDisk(ctx, h, c, pod, disk); err != nil {
 		return h.fail("the job's pod %s/%s: %v", pod.Namespace, pod.Name, err)
 	}
 	resp := prepareResponse(st, args, alpine)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tether-ci/tether/settings"
 )
@@ -45,6 +46,10 @@ const (
 	// `tether gitlab` take (keys are their long flag names: memory, cpu,
 	// toleration, volume, pod-patch, label, ...; package settings).
 	EnvConfig = "TETHER_ACTIONS_CONFIG"
+	// EnvCopyLimit bounds what prepare_job copies from the runner's disk
+	// into the job pod (the workspace, _tool and _github_home together): a
+	// Kubernetes quantity (512Mi, 2Gi) or bytes, default DefaultCopyLimit.
+	EnvCopyLimit = "TETHER_ACTIONS_COPY_LIMIT"
 	// EnvDebug, when "1" or "true", logs the hook's diagnostics to stderr.
 	EnvDebug = "TETHER_ACTIONS_DEBUG"
 	// EnvBin is read by the launcher (deploy/actions/tether-hook.sh): the
@@ -75,6 +80,9 @@ const (
 	DefaultIdleTimeout = 30 * time.Minute
 	// DefaultPrepareTimeout bounds prepare_job's wait for the pod.
 	DefaultPrepareTimeout = 10 * time.Minute
+	// DefaultCopyLimit bounds what prepare_job copies from the runner's
+	// disk into the job pod.
+	DefaultCopyLimit = 1 << 30
 )
 
 // Settings are the hook's settings: where and how it makes job pods.
@@ -103,6 +111,9 @@ type Settings struct {
 	// Pod are the shared pod settings (EnvConfig); the fields above win
 	// where both set the same thing.
 	Pod settings.Pod
+	// CopyLimit is the most bytes prepare_job copies from the runner's
+	// disk into the job pod (EnvCopyLimit).
+	CopyLimit int64
 	// Debug logs the hook's diagnostics to stderr.
 	Debug bool
 }
@@ -120,6 +131,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		JobTimeout:     DefaultJobTimeout,
 		IdleTimeout:    DefaultIdleTimeout,
 		PrepareTimeout: DefaultPrepareTimeout,
+		CopyLimit:      DefaultCopyLimit,
 	}
 	var errs []error
 	if s.Namespace == "" {
@@ -151,6 +163,14 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: want a number of seconds above 0", EnvPrepareTimeout, v))
 		} else {
 			s.PrepareTimeout = time.Duration(n) * time.Second
+		}
+	}
+	if v := getenv(EnvCopyLimit); v != "" {
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() < 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a size such as 512Mi or 2Gi (0 copies nothing but empty directories)", EnvCopyLimit, v))
+		} else {
+			s.CopyLimit = q.Value()
 		}
 	}
 	if v := getenv(EnvNodeSelector); v != "" {

@@ -28,6 +28,7 @@ var SettingsTable = []Setting{
 	{EnvConfig, "YAML file of tether run's pod settings (memory, toleration, volume, pod-patch, ...)"},
 	{EnvExternalsImage, "image the runner's externals (node for JavaScript actions) are copied out of (default " + EnvRunnerImage + ", else the runner pod's image; " + ExternalsOff + ": none)"},
 	{EnvExternalsDir, "the externals directory in that image (default " + DefaultExternalsDir + ")"},
+	{EnvCopyLimit, "most bytes prepare_job copies from the runner's workspace, _tool and _github_home into the job pod (default 1Gi)"},
 	{EnvDebug, "1: diagnostics on stderr"},
 	{EnvRunnerPodName, "the runner's pod: owner of the job pods"},
 	{EnvRunnerNamespace, "the job pods' namespace when " + EnvNamespace + " is not set"},

@@ -64,8 +64,8 @@ func RunScriptStep(ctx context.Context, h *Hook, in *Input) int {
 		h.warn("the connection to the job's pod %s/%s broke %d times while the step ran; the step ran on and its output resumed where it stopped, nothing lost or repeated",
 			st.Namespace, st.Pod, res.Reconnects)
 	}
-	if len(plan.fileCommands) > 0 {
-		if err := collectFileCommands(ctx, h, c, pod, res.Offset, plan.fileCommands); err != nil {
+	if meta := stepMetaScan(&args, h.Getenv); len(plan.fileCommands) > 0 || meta != nil {
+		if err := collectFileCommands(ctx, h, c, pod, res.Offset, plan.fileCommands, meta); err != nil {
 			return h.fail("the step ended with exit code %d, but its file commands (GITHUB_ENV, GITHUB_OUTPUT, ...) could not be copied back to the runner: %v", res.ExitCode, err)
 		}
 	}

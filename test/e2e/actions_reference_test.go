@@ -39,19 +39,7 @@ func examplePrepareArgs(r *actionsrunner.Runner, image string, env map[string]st
 	job["workingDirectory"] = r.Workspace()
 	job["createOptions"] = "--cpus 1"
 	job["registry"] = map[string]any{"username": "foo", "password": "bar", "serverUrl": "https://index.docker.io/v1"}
-	mount := func(src, dst string, ro bool) map[string]any {
-		return map[string]any{"userProvidedValue": nil, "sourceVolumePath": src, "targetVolumePath": dst, "readOnly": ro}
-	}
-	job["systemMountVolumes"] = []any{
-		mount("/var/run/docker.sock", "/var/run/docker.sock", false),
-		mount(r.Work, "/__w", false),
-		mount(filepath.Join(r.Root, "externals"), "/__e", true),
-		mount(r.Temp, "/__w/_temp", false),
-		mount(filepath.Join(r.Work, "_actions"), "/__w/_actions", false),
-		mount(filepath.Join(r.Work, "_tool"), "/__w/_tool", false),
-		mount(filepath.Join(r.Temp, "_github_home"), "/github/home", false),
-		mount(filepath.Join(r.Temp, "_github_workflow"), "/github/workflow", false),
-	}
+	job["systemMountVolumes"] = r.JobMounts()
 	if services == nil {
 		services = []map[string]any{}
 	}

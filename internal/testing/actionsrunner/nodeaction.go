@@ -63,6 +63,17 @@ type NodeStep struct {
 // processed; it returns the state the stage saved (GITHUB_STATE).
 func (r *Runner) RunNode(ctx context.Context, s NodeStep) (Result, map[string]string, error) {
 	hostDir := filepath.Join(r.Work, "_actions", filepath.FromSlash(s.Action), filepath.FromSlash(s.Ref))
+	return r.runNode(ctx, s, hostDir, containerActions+"/"+s.Action+"/"+s.Ref)
+}
+
+// runNode runs s of the action whose directory is hostDir on the runner's
+// disk and actionPath in the container (StepHost.ResolvePathForStepHost).
+func (r *Runner) runNode(ctx context.Context, s NodeStep, hostDir, actionPath string) (Result, map[string]string, error) {
+	// NodeScriptActionHandler.cs: ArgUtil.Directory(ActionDirectory),
+	// ArgUtil.File(target).
+	if st, err := os.Stat(hostDir); err != nil || !st.IsDir() {
+		return Result{}, nil, fmt.Errorf("the runner fails the step: Directory not found: '%s'", hostDir)
+	}
 	if _, err := os.Stat(filepath.Join(hostDir, filepath.FromSlash(s.Script))); err != nil {
 		return Result{}, nil, fmt.Errorf("the action's script (the runner checks it exists before running it): %w", err)
 	}
@@ -77,10 +88,11 @@ func (r *Runner) RunNode(ctx context.Context, s NodeStep) (Result, map[string]st
 	if err := r.initializeFiles(env); err != nil {
 		return Result{}, nil, err
 	}
-	actionPath := containerActions + "/" + s.Action + "/" + s.Ref
 	env["GITHUB_ACTION_PATH"] = actionPath
-	env["GITHUB_ACTION_REPOSITORY"] = s.Action
-	env["GITHUB_ACTION_REF"] = s.Ref
+	if s.Action != "" {
+		env["GITHUB_ACTION_REPOSITORY"] = s.Action
+		env["GITHUB_ACTION_REF"] = s.Ref
+	}
 	env["GITHUB_WORKSPACE"] = r.Workspace()
 	env["RUNNER_TEMP"] = containerTemp
 	env["GITHUB_EVENT_PATH"] = "/github/workflow/event.json"

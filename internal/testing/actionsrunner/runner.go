@@ -316,6 +316,7 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 	job := Container(image, env, nil)
 	job["environmentVariables"].(map[string]string)["HOME"] = "/github/home"
 	job["workingDirectory"] = r.Workspace()
+	job["systemMountVolumes"] = r.JobMounts()
 	if r.JobRegistry != nil {
 		job["registry"] = r.JobRegistry
 	}
@@ -365,6 +366,27 @@ func (r *Runner) PrepareJob(ctx context.Context, image string, env map[string]st
 		}
 	}
 	return res, nil
+}
+
+// JobMounts are the job container's system mounts: ContainerInfo.cs's
+// docker socket, then ContainerOperationProvider.cs
+// MountWellKnownDirectories: _work, the externals (read-only), _temp,
+// _actions, _tool, _temp/_github_home and _temp/_github_workflow, each at
+// its container path.
+func (r *Runner) JobMounts() []any {
+	mount := func(src, dst string, ro bool) map[string]any {
+		return map[string]any{"userProvidedValue": nil, "sourceVolumePath": src, "targetVolumePath": dst, "readOnly": ro}
+	}
+	return []any{
+		mount("/var/run/docker.sock", "/var/run/docker.sock", false),
+		mount(r.Work, containerWork, false),
+		mount(filepath.Join(r.Root, "externals"), containerExternals, true),
+		mount(r.Temp, containerTemp, false),
+		mount(filepath.Join(r.Work, "_actions"), containerActions, false),
+		mount(filepath.Join(r.Work, "_tool"), containerWork+"/_tool", false),
+		mount(filepath.Join(r.Temp, "_github_home"), "/github/home", false),
+		mount(filepath.Join(r.Temp, "_github_workflow"), "/github/workflow", false),
+	}
 }
 
 // Step is one `run:` step.
