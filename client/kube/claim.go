@@ -104,7 +104,9 @@ func (e *MissError) Unwrap() []error { return []error{ErrNoWarmPod, e.Err} }
 // with client.Run on Pod.Transport, then Delete the pod as for a cold one.
 //
 // When no pod was claimed the error is a *MissError wrapping ErrNoWarmPod:
-// start the job cold (Build, Create). A spec Build would refuse is an
+// start the job cold (Build, Create). The miss is recorded as an Event in
+// the job's namespace (MissEvent; best effort, needs create on events),
+// which `tether pool status` and the pools' controller count. A spec Build would refuse is an
 // error that does not wrap ErrNoWarmPod.
 func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod, error) {
 	log := req.Logger
@@ -129,6 +131,7 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 	miss := func(r MissReason, err error) (*Pod, error) {
 		m := &MissError{Pool: req.Pool, Reason: r, Err: err}
 		log.Debug("no warm pod: cold start", "pool", req.Pool, "reason", string(r), "err", err)
+		recordMiss(ctx, cs, s.Namespace, m, log)
 		return nil, m
 	}
 	sel := labels.SelectorFromSet(labels.Set{LabelPool: req.Pool, LabelWarm: WarmIdle}).String()

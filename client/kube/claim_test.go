@@ -252,3 +252,35 @@ func TestClaimProtects(t *testing.T) {
 		}
 	}
 }
+
+// A miss is recorded as an Event of the job's namespace that `tether pool
+// status` and the controller count: reason WarmPodMiss, the pool and the
+// miss's reason in its annotations.
+func TestClaimRecordsMisses(t *testing.T) {
+	ctx := context.Background()
+	cs := casClientset()
+	if _, err := Claim(ctx, cs, ClaimRequest{Pool: "small", Spec: testSpec()}); !errors.Is(err, ErrNoWarmPod) {
+		t.Fatalf("empty pool: %v", err)
+	}
+	events, err := cs.CoreV1().Events("ci").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 1 {
+		t.Fatalf("%d Events after a miss, want 1", len(events.Items))
+	}
+	e := events.Items[0]
+	if e.Reason != "WarmPodMiss" || e.Annotations["tether.dev/pool"] != "small" || e.Annotations["tether.dev/miss-reason"] != "empty" ||
+		e.InvolvedObject.Kind != "Namespace" || e.InvolvedObject.Name != "ci" || e.Namespace != "ci" || e.LastTimestamp.IsZero() {
+		t.Errorf("miss Event %+v", e)
+	}
+	// No right to create Events: the miss is still a miss, nothing more.
+	cs = casClientset()
+	cs.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("events"), "", errors.New("no"))
+	})
+	var m *MissError
+	if _, err := Claim(ctx, cs, ClaimRequest{Pool: "small", Spec: testSpec()}); !errors.As(err, &m) || m.Reason != MissEmpty {
+		t.Fatalf("miss without the right to record it: %v", err)
+	}
+}
