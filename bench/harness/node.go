@@ -134,9 +134,6 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 	if err := bulkJobs(ctx, cfg, n, ws, sec, log); err != nil {
 		failed("bulk output through real attach", "exact", err)
 	}
-	if err := actionsSteps(ctx, cfg, n, sec, log); err != nil {
-		failed("an Actions container step's output vs a script step's", "exact", err)
-	}
 	if err := initContainerCost(ctx, cfg, n, sec, log); err != nil {
 		failed("the shim's init container in a job pod's start", "info", err)
 	}
