@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/contract"
 	"github.com/tether-ci/tether/internal/pool"
 )
 
@@ -67,6 +68,15 @@ func TestGitLabPoolWarmHitAndMiss(t *testing.T) {
 	if !strings.Contains(out, "claimed warm pod "+ns+"/"+warm[0]) {
 		t.Fatalf("a job with the pool's image: prepare said\n%s\nwant the warm pod %s claimed", out, warm[0])
 	}
+	// Idle, the pod was evictable; claimed, it is protected as a created
+	// pod: a PodDisruptionBudget of its own selecting it by its job label.
+	pdb, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, warm[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the claimed pod's PodDisruptionBudget: %v", err)
+	}
+	if job := pdb.Spec.Selector.MatchLabels[kube.LabelJob]; job == "" || len(pdb.OwnerReferences) != 1 || pdb.OwnerReferences[0].Name != warm[0] {
+		t.Errorf("budget %+v: want one selecting the claimed pod's job, owned by it", pdb.Spec)
+	}
 	got, code, _ = hit.run(ctx, "step_script", "hostname\necho \"sum=$((40+2))\"\n", nil)
 	if code != 0 || got != warm[0]+"\nsum=42\n" {
 		t.Fatalf("step_script on the warm pod: exit %d output %q, want its host name %s and sum=42", code, got, warm[0])
@@ -89,6 +99,21 @@ func TestGitLabPoolWarmHitAndMiss(t *testing.T) {
 	}
 	late.cleanup(ctx)
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
+
+	// Each miss is an Event that tether pool status counts by reason.
+	events, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + contract.EventWarmMiss})
+	if err != nil {
+		t.Fatal(err)
+	}
+	misses := map[string]int{}
+	for _, e := range events.Items {
+		if e.Annotations[contract.LabelPool] == "gl" {
+			misses[e.Annotations[contract.AnnotationMissReason]]++
+		}
+	}
+	if len(misses) != 2 || misses["settings"] != 1 || misses["empty"] != 1 {
+		t.Errorf("miss Events by reason %v, want settings=1 (another image) and empty=1 (the pool used up)", misses)
+	}
 }
 
 // waitGone waits until pod name of ns is deleted.
