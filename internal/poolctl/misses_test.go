@@ -2,11 +2,14 @@ package poolctl
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client/kube"
 )
@@ -33,8 +36,21 @@ func TestControllerCountsMisses(t *testing.T) {
 		}
 	}
 	event("old", &kube.MissError{Pool: "a", Reason: kube.MissEmpty}, time.Now().Add(-time.Hour))
+	// The fake clientset's watch sees only what is created after it
+	// started (an API server's resumes from the list's resourceVersion).
+	watching := make(chan struct{})
+	var once sync.Once
+	f.PrependWatchReactor("events", func(k8stesting.Action) (bool, watch.Interface, error) {
+		once.Do(func() { close(watching) })
+		return false, nil, nil
+	})
 	_, m := startController(t, f, testPool("a", 1, ""))
-	waitUntil(t, "the lead", func() bool { u, _ := f.pods(t, "a"); return len(u) == 1 })
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader never watched the miss Events")
+	}
+	time.Sleep(100 * time.Millisecond)
 	event("new-1", &kube.MissError{Pool: "a", Reason: kube.MissEmpty}, time.Now())
 	event("new-2", &kube.MissError{Pool: "a", Reason: kube.MissSettings}, time.Now())
 	event("new-3", &kube.MissError{Pool: "a", Reason: kube.MissEmpty}, time.Now())
