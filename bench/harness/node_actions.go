@@ -79,7 +79,9 @@ func actionsSteps(ctx context.Context, cfg *config, n *node, sec *section, log *
 		}
 		containerRuns = append(containerRuns, d)
 		start = time.Now()
-		res, err = r.RunScript(ctx, actionsrunner.Step{Script: cmd})
+		// The runner runs a script step with bash -e -o pipefail, where
+		// yes's SIGPIPE would fail the pipeline (141).
+		res, err = r.RunScript(ctx, actionsrunner.Step{Script: "set +o pipefail\n" + cmd})
 		d = time.Since(start)
 		if err := check("the script step", res, err); err != nil {
 			return err
