@@ -12,6 +12,11 @@
 #                                                 (its image tag defaults to it)
 #   tether-gc-{namespaced,cluster}-VERSION.yaml   the plain manifests, image
 #                                                 tagged VERSION
+#   tether-pool-X.Y.Z.tgz                         the pools' controller's Helm
+#                                                 chart, appVersion VERSION
+#   tether-pool-VERSION.yaml                      its plain manifests (deploy/pool,
+#                                                 kubectl apply -n NS -f), image
+#                                                 tagged VERSION
 #   SHA256SUMS                                    sha256sum of all of the above
 #
 # Every binary reports VERSION (`tether version`, `tether-shim --version`)
@@ -64,16 +69,18 @@ helm=$(scripts/tools.sh helm)
 home=$(mktemp -d)
 trap 'rm -rf "$home"' EXIT
 # A clean helm home: no repositories or plugins of the machine.
-HELM_CACHE_HOME="$home/cache" HELM_CONFIG_HOME="$home/config" HELM_DATA_HOME="$home/data" \
-  "$helm" package deploy/helm/tether-gc --version "${version#v}" --app-version "$version" --destination "$dist" >/dev/null
-# helm stamps the archive with the current time: repack it with the
-# release's time, sorted, root-owned, so the chart is reproducible too.
-chart="$dist/tether-gc-${version#v}.tgz"
-mkdir "$home/chart"
-tar -xzf "$chart" -C "$home/chart"
-tar -C "$home/chart" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
-  --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -c tether-gc | gzip -9n >"$chart"
-log "$chart (appVersion $version)"
+for name in tether-gc tether-pool; do
+  HELM_CACHE_HOME="$home/cache" HELM_CONFIG_HOME="$home/config" HELM_DATA_HOME="$home/data" \
+    "$helm" package "deploy/helm/$name" --version "${version#v}" --app-version "$version" --destination "$dist" >/dev/null
+  # helm stamps the archive with the current time: repack it with the
+  # release's time, sorted, root-owned, so the chart is reproducible too.
+  chart="$dist/$name-${version#v}.tgz"
+  mkdir "$home/$name"
+  tar -xzf "$chart" -C "$home/$name"
+  tar -C "$home/$name" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -c "$name" | gzip -9n >"$chart"
+  log "$chart (appVersion $version)"
+done
 
 # The plain manifests, one file per variant, with the image tagged VERSION
 # (what `kustomize edit set image` would do to the kustomization's newTag).
@@ -89,6 +96,18 @@ for variant in namespaced cluster; do
   grep -q "image: ghcr.io/tether-ci/tether:$version\$" "$out" || die "$out: the CronJob's image was not retagged"
   log "$out"
 done
+
+# The pools' controller: one file, namespace-less (kubectl apply -n NS -f).
+out="$dist/tether-pool-$version.yaml"
+{
+  echo "# tether pool serve $version: deploy/pool (kubectl apply -n NS -f)"
+  for f in deploy/pool/rbac.yaml deploy/pool/configmap.yaml deploy/pool/deployment.yaml; do
+    echo "---"
+    sed "s#image: ghcr.io/tether-ci/tether:dev#image: ghcr.io/tether-ci/tether:$version#" "$f"
+  done
+} >"$out"
+grep -q "image: ghcr.io/tether-ci/tether:$version\$" "$out" || die "$out: the Deployment's image was not retagged"
+log "$out"
 
 (cd "$dist" && sha256sum -- * >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
 log "$dist/SHA256SUMS"

@@ -18,9 +18,10 @@ import (
 
 // nodeImages are the images of the node measurements (built by
 // scripts/build-images.sh, imported by scripts/e2e-cluster-up.sh): the
-// build image jobs and bare pods run in, and the image carrying tether-shim.
+// build image jobs and bare pods run in, the image with bash (the
+// runner's script steps run with bash), and the image carrying tether-shim.
 type nodeImages struct {
-	build, helper string
+	build, bash, helper string
 }
 
 // imagesTagged returns the node images of the tag in TETHER_IMAGE_TAG (as
@@ -31,7 +32,7 @@ func imagesTagged(getenv func(string) string) nodeImages {
 	if tag == "" {
 		tag = contract.DevImageTag
 	}
-	return nodeImages{build: "localhost/tether/busybox:" + tag, helper: contract.ShimImageRepository + ":" + tag}
+	return nodeImages{build: "localhost/tether/busybox:" + tag, bash: "localhost/tether/bash:" + tag, helper: contract.ShimImageRepository + ":" + tag}
 }
 
 // node is the e2e node the measurements run against.
@@ -133,9 +134,6 @@ func nodeSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 	}
 	if err := bulkJobs(ctx, cfg, n, ws, sec, log); err != nil {
 		failed("bulk output through real attach", "exact", err)
-	}
-	if err := actionsSteps(ctx, cfg, n, sec, log); err != nil {
-		failed("an Actions container step's output vs a script step's", "exact", err)
 	}
 	if err := initContainerCost(ctx, cfg, n, sec, log); err != nil {
 		failed("the shim's init container in a job pod's start", "info", err)

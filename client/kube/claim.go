@@ -91,7 +91,12 @@ func (e *MissError) Unwrap() []error { return []error{ErrNoWarmPod, e.Err} }
 // job's LabelJob, AnnotationClaimedAt, the job's labels and annotations,
 // Owner, the TTL annotation (the job's TTL counted from now, expressed
 // from the pod's creation) and activeDeadlineSeconds (the job's Timeout
-// plus DeadlineMargin, counted from now).
+// plus DeadlineMargin, counted from now); unless
+// Spec.NoDisruptionProtection it also sets ProtectionAnnotations, and once
+// the pod is the job's, Protect gives it its PodDisruptionBudget (a warm
+// pod is evictable while idle; a claimed one is protected as a cold one;
+// a budget that cannot be made is a warning in the Logger, as for a cold
+// pod).
 //
 // The returned Pod's Job carries the job's data for the attach stream: its
 // scripts as Files (in FilesDir), its variables as an EnvFile, the values
@@ -99,7 +104,9 @@ func (e *MissError) Unwrap() []error { return []error{ErrNoWarmPod, e.Err} }
 // with client.Run on Pod.Transport, then Delete the pod as for a cold one.
 //
 // When no pod was claimed the error is a *MissError wrapping ErrNoWarmPod:
-// start the job cold (Build, Create). A spec Build would refuse is an
+// start the job cold (Build, Create). The miss is recorded as an Event in
+// the job's namespace (MissEvent; best effort, needs create on events),
+// which `tether pool status` and the pools' controller count. A spec Build would refuse is an
 // error that does not wrap ErrNoWarmPod.
 func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod, error) {
 	log := req.Logger
@@ -124,6 +131,7 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 	miss := func(r MissReason, err error) (*Pod, error) {
 		m := &MissError{Pool: req.Pool, Reason: r, Err: err}
 		log.Debug("no warm pod: cold start", "pool", req.Pool, "reason", string(r), "err", err)
+		recordMiss(ctx, cs, s.Namespace, m, log)
 		return nil, m
 	}
 	sel := labels.SelectorFromSet(labels.Set{LabelPool: req.Pool, LabelWarm: WarmIdle}).String()
@@ -158,6 +166,11 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 		switch {
 		case err == nil:
 			log.Debug("claimed a warm pod", "pool", req.Pool, "pod", got.Namespace+"/"+got.Name, "job", s.JobID)
+			if !s.NoDisruptionProtection {
+				if err := Protect(ctx, cs, got); err != nil {
+					ProtectionWarning(log, got, err)
+				}
+			}
 			p := &Pod{Client: cs, Namespace: got.Namespace, Name: got.Name, uid: got.UID,
 				Container: BuildContainer, Job: job, Logger: req.Logger, job: s.JobID}
 			p.started.Store(true)
@@ -198,6 +211,11 @@ func claimedPod(pod *corev1.Pod, s Spec, owner *metav1.OwnerReference, now time.
 	}
 	for k, v := range s.Annotations {
 		if _, own := up.Annotations[k]; !own {
+			up.Annotations[k] = v
+		}
+	}
+	if !s.NoDisruptionProtection {
+		for k, v := range ProtectionAnnotations() {
 			up.Annotations[k] = v
 		}
 	}

@@ -202,3 +202,85 @@ func TestClaimMisses(t *testing.T) {
 		t.Errorf("invalid spec: %v, want an error that is no miss", err)
 	}
 }
+
+// A warm pod is evictable while idle (no budget, no do-not-evict
+// annotations); its claim protects it as a cold pod is: the annotations
+// and a PodDisruptionBudget selecting the job's pod alone, owned by it.
+// A job with NoDisruptionProtection leaves it unprotected.
+func TestClaimProtects(t *testing.T) {
+	ctx := context.Background()
+	objs, err := WarmPod(poolSpec(), WarmOptions{Pool: "small", MaxIdle: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs.Protect {
+		t.Error("a warm pod is created with a PodDisruptionBudget: idle, it must stay evictable")
+	}
+	for k := range ProtectionAnnotations() {
+		if _, ok := objs.Pod.Annotations[k]; ok {
+			t.Errorf("a warm pod has the protection annotation %s while idle", k)
+		}
+	}
+	for _, off := range []bool{false, true} {
+		pod := warmRunning(t, poolSpec(), "small", time.Now())
+		cs := casClientset(pod)
+		spec := testSpec()
+		spec.JobID, spec.NoDisruptionProtection = "job-9", off
+		p, err := Claim(ctx, cs, ClaimRequest{Pool: "small", Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := cs.CoreV1().Pods("ci").Get(ctx, p.Name, metav1.GetOptions{})
+		pdbs, _ := cs.PolicyV1().PodDisruptionBudgets("ci").List(ctx, metav1.ListOptions{})
+		if off {
+			if len(pdbs.Items) != 0 || got.Annotations[AnnotationDoNotDisrupt] != "" {
+				t.Errorf("NoDisruptionProtection: %d budgets, annotations %v; want none", len(pdbs.Items), got.Annotations)
+			}
+			continue
+		}
+		for k, v := range ProtectionAnnotations() {
+			if got.Annotations[k] != v {
+				t.Errorf("claimed pod: annotation %s=%q, want %q", k, got.Annotations[k], v)
+			}
+		}
+		if len(pdbs.Items) != 1 {
+			t.Fatalf("%d PodDisruptionBudgets after the claim, want 1", len(pdbs.Items))
+		}
+		b := pdbs.Items[0]
+		if b.Spec.Selector.MatchLabels[LabelJob] != "job-9" || len(b.OwnerReferences) != 1 || b.OwnerReferences[0].Name != p.Name || b.Spec.MinAvailable.IntValue() != 1 {
+			t.Errorf("budget %+v: want minAvailable 1 selecting job-9, owned by pod %s", b, p.Name)
+		}
+	}
+}
+
+// A miss is recorded as an Event of the job's namespace that `tether pool
+// status` and the controller count: reason WarmPodMiss, the pool and the
+// miss's reason in its annotations.
+func TestClaimRecordsMisses(t *testing.T) {
+	ctx := context.Background()
+	cs := casClientset()
+	if _, err := Claim(ctx, cs, ClaimRequest{Pool: "small", Spec: testSpec()}); !errors.Is(err, ErrNoWarmPod) {
+		t.Fatalf("empty pool: %v", err)
+	}
+	events, err := cs.CoreV1().Events("ci").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 1 {
+		t.Fatalf("%d Events after a miss, want 1", len(events.Items))
+	}
+	e := events.Items[0]
+	if e.Reason != "WarmPodMiss" || e.Annotations["tether.dev/pool"] != "small" || e.Annotations["tether.dev/miss-reason"] != "empty" ||
+		e.InvolvedObject.Kind != "Namespace" || e.InvolvedObject.Name != "ci" || e.Namespace != "ci" || e.LastTimestamp.IsZero() {
+		t.Errorf("miss Event %+v", e)
+	}
+	// No right to create Events: the miss is still a miss, nothing more.
+	cs = casClientset()
+	cs.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("events"), "", errors.New("no"))
+	})
+	var m *MissError
+	if _, err := Claim(ctx, cs, ClaimRequest{Pool: "small", Spec: testSpec()}); !errors.As(err, &m) || m.Reason != MissEmpty {
+		t.Fatalf("miss without the right to record it: %v", err)
+	}
+}

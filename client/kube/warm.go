@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tether-ci/tether/internal/contract"
@@ -62,7 +63,9 @@ type WarmOptions struct {
 // MaskEnv, Scripts or After, no Timeout (the claim sets the job's
 // deadline), and no JobID; Spec.Name may be empty (a name is picked:
 // "tether-warm-" plus the pool's name and a random suffix). Objects'
-// ConfigMap and Secret are nil.
+// ConfigMap and Secret are nil. The pod is not protected from voluntary
+// disruption while idle (no PodDisruptionBudget, no do-not-evict
+// annotations, Objects.Protect false): Claim protects it for its job.
 func WarmPod(spec Spec, opts WarmOptions) (*Objects, error) {
 	if err := checkPoolName(opts.Pool); err != nil {
 		return nil, err
@@ -107,6 +110,16 @@ func WarmPod(spec Spec, opts WarmOptions) (*Objects, error) {
 	objs, err := Build(s)
 	if err != nil {
 		return nil, fmt.Errorf("kube: pool %s: %w", opts.Pool, err)
+	}
+	// Idle, a warm pod holds no job: a drain or an autoscaler may evict it
+	// (the controller makes another). Claim protects it for its job.
+	objs.Protect = false
+	for _, p := range []*corev1.Pod{objs.Pod, objs.Fallback} {
+		if p != nil {
+			for k := range ProtectionAnnotations() {
+				delete(p.Annotations, k)
+			}
+		}
 	}
 	return objs, nil
 }

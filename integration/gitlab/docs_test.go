@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
+	"github.com/tether-ci/tether/internal/pool"
 )
 
 // docBlocks returns the fenced blocks of language lang in a Markdown file.
@@ -34,13 +35,17 @@ func docBlocks(t *testing.T, path, lang string) []string {
 
 // docs/gitlab.md's snippets work as written: its driver config sample is
 // accepted key by key by `tether gitlab` (every key known, every value
-// valid), its config.toml calls the four commands with one config file,
+// valid), its pools sample by `tether pool check`'s parser, its config.toml calls the four commands with one config file,
 // and its RBAC commands apply the project's manifest.
 func TestGitLabDocSnippets(t *testing.T) {
 	const doc = "../../docs/gitlab.md"
 	yamls := docBlocks(t, doc, "yaml")
-	if len(yamls) != 1 {
-		t.Fatalf("%d yaml blocks in %s, want the driver config sample", len(yamls), doc)
+	if len(yamls) != 2 {
+		t.Fatalf("%d yaml blocks in %s, want the driver config sample and the pools file of warm pods", len(yamls), doc)
+	}
+	pools, err := pool.Parse("the pools sample", []byte(yamls[1]))
+	if err != nil || pools[0].For != pool.ForGitLab {
+		t.Errorf("the pools sample of %s: %v, %+v; want a valid pool for gitlab jobs", doc, err, pools)
 	}
 	cfg := filepath.Join(t.TempDir(), "tether.yaml")
 	if err := os.WriteFile(cfg, []byte(yamls[0]), 0o600); err != nil {

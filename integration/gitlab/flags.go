@@ -28,6 +28,10 @@ type Settings struct {
 	Namespace, Kubeconfig, Context string
 	// Image is the build image of jobs that name none.
 	Image string
+	// Pool names a pool of warm pods (`tether pool serve`) whose pod a job
+	// claims when the job's image, services and pod settings are the
+	// pool's; otherwise the job starts on a pod of its own.
+	Pool string
 	// HelperImage carries tether-shim (copied into every container).
 	HelperImage string
 	// GitLabHelperImage runs the stages that need git or
@@ -75,6 +79,7 @@ func (f *Settings) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context")
 	fs.StringVar(&f.Image, "image", "", "build image of jobs that name no image:")
+	fs.StringVar(&f.Pool, "pool", "", "claim a warm pod of this `POOL` (tether pool serve; a pool for: gitlab) for a job whose image, services and pod settings are the pool's; other jobs, and every job when no pod is ready, start a pod of their own")
 	fs.StringVar(&f.HelperImage, "helper-image", contract.DefaultHelperImage(), "image that carries tether-shim")
 	fs.StringVar(&f.GitLabHelperImage, "gitlab-helper-image", gitlab.DefaultHelperImage,
 		"image of the helper container that runs the stages needing git or gitlab-runner-helper (sources, caches, artifacts); ${NAME} is the job variable NAME, e.g. ${CI_RUNNER_VERSION}; none: every stage in the build container")

@@ -29,8 +29,8 @@ func TestGitLabIdleTimeoutDefault(t *testing.T) {
 
 	const doc = "../../docs/gitlab.md"
 	yamls := docBlocks(t, doc, "yaml")
-	if len(yamls) != 1 {
-		t.Fatalf("%d yaml blocks in %s, want the driver config sample", len(yamls), doc)
+	if len(yamls) == 0 {
+		t.Fatalf("no yaml block in %s, want the driver config sample first", doc)
 	}
 	var sample string
 	for _, line := range strings.Split(yamls[0], "\n") {

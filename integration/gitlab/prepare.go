@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,6 +64,16 @@ func Prepare(ctx context.Context, cfg *Settings, env Env, stdout io.Writer) int 
 	case access.Warning() != "":
 		fmt.Fprintf(stdout, "WARNING: tether: %s\n", access.Warning())
 	}
+	if cfg.Pool != "" {
+		claimed, ok, err := claimWarm(ctx, cfg, pod, spec, stdout, jobLog)
+		if err != nil {
+			return fail("cannot build the job's pod: %v", err)
+		}
+		if ok {
+			checkRunnerCommand(ctx, claimed, job, helperImageOf(spec), spec.Image, stdout, jobLog)
+			return 0
+		}
+	}
 	objs, err := kube.Build(spec)
 	if err != nil {
 		return fail("cannot build the job's pod: %v", err)
@@ -99,9 +108,8 @@ func Prepare(ctx context.Context, cfg *Settings, env Env, stdout io.Writer) int 
 func gitlabSpec(cfg *Settings, job *gitlab.Job, name string, getenv func(string) string) (kube.Spec, error) {
 	spec := kube.Spec{
 		Name: name, JobID: name,
-		Image: gitlab.Expand(getenv, job.Image.Name), HelperImage: cfg.HelperImage, Serve: true,
-		Timeout: job.Timeout(), PullPolicy: corev1.PullPolicy(cfg.PullPolicy),
-		IdleTimeout: cfg.IdleTimeout, CommandAliases: runnerCommandAliases,
+		Image: gitlab.Expand(getenv, job.Image.Name), HelperImage: cfg.HelperImage,
+		Timeout: job.Timeout(), IdleTimeout: cfg.IdleTimeout,
 	}
 	if spec.Timeout > 0 {
 		spec.TTL = spec.Timeout + cfg.TTLMargin
@@ -148,25 +156,11 @@ func gitlabSpec(cfg *Settings, job *gitlab.Job, name string, getenv func(string)
 		}
 		spec.Services = append(spec.Services, svc)
 	}
-	for _, dir := range []struct{ name, path string }{{"builds", cfg.BuildsDir}, {"cache", cfg.CacheDir}} {
-		// A volume the admin mounts there (a cache PVC, say) wins.
-		if slices.ContainsFunc(spec.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir.path }) {
-			continue
-		}
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "gitlab-" + dir.name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		spec.VolumeMounts = append(spec.VolumeMounts, corev1.VolumeMount{Name: "gitlab-" + dir.name, MountPath: dir.path})
-	}
-	helper, err := cfg.helperImage(getenv)
+	shape, err := cfg.podShape(getenv)
 	if err != nil {
 		return spec, err
 	}
-	if helper != "" {
-		res, err := cfg.HelperResources.Requirements()
-		if err != nil {
-			return spec, fmt.Errorf("the driver config: %w", err)
-		}
-		spec.Helper = &kube.Helper{Image: helper, Resources: res}
-	}
+	shape.Apply(&spec)
 	return spec, nil
 }
 

@@ -13,10 +13,10 @@ import (
 // SelfSubjectRulesReview reports them, plus what every identity may do.
 var roleRules = []authzv1.ResourceRule{
 	{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}},
-	{Verbs: []string{"create", "get", "list", "watch", "delete"}, APIGroups: []string{""}, Resources: []string{"pods"}},
+	{Verbs: []string{"create", "get", "list", "watch", "delete", "update"}, APIGroups: []string{""}, Resources: []string{"pods"}},
 	{Verbs: []string{"create", "get"}, APIGroups: []string{""}, Resources: []string{"pods/attach"}},
 	{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods/log"}},
-	{Verbs: []string{"list", "watch"}, APIGroups: []string{""}, Resources: []string{"events"}},
+	{Verbs: []string{"list", "watch", "create"}, APIGroups: []string{""}, Resources: []string{"events"}},
 	{Verbs: []string{"create"}, APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}},
 }
 

@@ -42,6 +42,9 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		return codes.SystemFailure
 	}
 	pod, transport, _, err := gitlabPod(cfg, env, log)
+	if err == nil {
+		err = findClaimed(ctx, cfg, pod)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
@@ -182,6 +185,10 @@ func Cleanup(ctx context.Context, cfg *Settings, env Env, stderr io.Writer) int 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmdutil.DeleteTimeout)
 	defer cancel()
+	if err := findClaimed(ctx, cfg, pod); err != nil {
+		fmt.Fprintf(stderr, "tether gitlab cleanup: %v\n", err)
+		return codes.SystemFailure
+	}
 	// The configured grace, even for a pod prepared before it was set.
 	// A pod never created, or already gone, is fine.
 	pod.DeleteGrace = time.Duration(cfg.TerminationGrace)

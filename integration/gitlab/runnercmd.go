@@ -12,11 +12,6 @@ import (
 	"github.com/tether-ci/tether/protocol"
 )
 
-// runnerCommandAliases makes gitlab-runner, which the runner's stage
-// scripts call for caches and artifacts, run gitlab-runner-helper in
-// containers that have only that (GitLab's helper image).
-var runnerCommandAliases = []kube.CommandAlias{{Name: gitlab.RunnerCommand, Target: gitlab.RunnerHelperCommand}}
-
 // helloTimeout bounds prepare's read of the hello of the shim that runs
 // the cache and artifact stages (a running container's shim wrote it
 // within milliseconds of its start).

@@ -65,6 +65,9 @@ func Parse(path string, data []byte) ([]Pool, error) {
 		if err := settings.ApplyValues(fs, where, m); err != nil {
 			return nil, err
 		}
+		if err := p.checkKeys(fs); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}

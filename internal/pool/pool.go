@@ -40,6 +40,11 @@ type Pool struct {
 	Image string
 	// HelperImage carries tether-shim (key helper-image).
 	HelperImage string
+	// For says whose jobs claim the pool's pods (key for): ForRun (""
+	// too) or ForGitLab.
+	For string
+	// GitLab are the keys of a pool for GitLab jobs.
+	GitLab GitLab
 
 	// The pod settings, under the keys of `tether run`'s flags.
 	settings.Pod
@@ -55,8 +60,10 @@ func NewFlagSet(p *Pool) *pflag.FlagSet {
 	fs.DurationVar(&p.MaxIdle, "max-idle", DefaultMaxIdle, "a warm pod older than this is replaced; without the controller it ends itself after it")
 	fs.StringVar(&p.Image, "image", "", "image of the build container (required)")
 	fs.StringVar(&p.HelperImage, "helper-image", contract.DefaultHelperImage(), "image that carries tether-shim")
+	fs.StringVar(&p.For, "for", ForRun, "whose jobs claim the pool's pods: run (tether run --pool) or gitlab (tether gitlab's pool setting; the pods get the driver's shape from the gitlab-… keys)")
 	p.Pod.AddFlags(fs)
 	p.Security.AddFlags(fs)
+	p.GitLab.addFlags(fs)
 	return fs
 }
 
@@ -77,6 +84,15 @@ func (p *Pool) Validate() error {
 	}
 	if p.MaxIdle <= 0 {
 		return fmt.Errorf("--max-idle %s must be positive: a warm pod that waits forever holds its resources forever", p.MaxIdle)
+	}
+	switch p.For {
+	case "", ForRun:
+	case ForGitLab:
+		if err := p.GitLab.validate(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--for %q: want %s or %s", p.For, ForRun, ForGitLab)
 	}
 	if err := p.Security.Validate(); err != nil {
 		return err
@@ -104,9 +120,24 @@ func (p *Pool) WarmPod(spec kube.Spec) (*kube.Objects, error) {
 
 // Spec returns the kube.Spec of the pool's warm pods in namespace: the
 // image, helper image, security and pod settings, as `tether run` sets
-// them for a job with the same flags. Validate first.
+// them for a job with the same flags; for GitLab jobs (For), the pod
+// settings and the driver's shape, as `tether gitlab` sets them for a
+// job with the same settings. Validate first.
 func (p *Pool) Spec(namespace string) (kube.Spec, error) {
 	spec := kube.Spec{Namespace: namespace, Image: p.Image, HelperImage: p.HelperImage}
+	if p.For == ForGitLab {
+		// As `tether gitlab` shapes a job's pod: its pod settings (the
+		// services among them), then the driver's own shape.
+		if err := p.Pod.ApplyTo(&spec); err != nil {
+			return kube.Spec{}, err
+		}
+		sh, err := p.GitLab.shape()
+		if err != nil {
+			return kube.Spec{}, err
+		}
+		sh.Apply(&spec)
+		return spec, nil
+	}
 	p.Security.ApplyTo(&spec)
 	if err := p.Pod.ApplyTo(&spec); err != nil {
 		return kube.Spec{}, err

@@ -154,6 +154,9 @@ func (c *Controller) lead(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced) {
 		return fmt.Errorf("the pools' pods in %s were never listed: %w", ns, context.Cause(ctx))
 	}
+	if err := l.watchMisses(ctx, c.opts.Now()); err != nil {
+		return err
+	}
 	// Every pool of the file and every pool a pod names: removed pools'
 	// pods are deleted too.
 	for _, name := range c.pools.names() {

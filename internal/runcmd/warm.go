@@ -43,7 +43,9 @@ func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Inte
 	wj := pod.Job
 	wj.Mask = append(wj.Mask, job.Mask...) // masked values travel in the job command only
 	wj.Shell = job.Shell
-	t := &firstConnect{Transport: pod.Transport(cfg, kube.TransportOptions{Logger: log})}
+	// The claim saw the build container running: attach at once, and
+	// read the pod only if the attach fails (a pod gone meanwhile).
+	t := &firstConnect{Transport: pod.Transport(cfg, kube.TransportOptions{Logger: log, AttachFirst: true})}
 	var begun scriptsBegun
 	res, err := follow(ctx, f, t, pod, wj, stdout, &begun)
 	if !t.reached.Load() && ctx.Err() == nil {

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	kyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -115,6 +116,8 @@ func TestReleaseFilesAndChecksums(t *testing.T) {
 		"tether-gc-" + strings.TrimPrefix(version, "v") + ".tgz",
 		"tether-gc-cluster-" + version + ".yaml",
 		"tether-gc-namespaced-" + version + ".yaml",
+		"tether-pool-" + strings.TrimPrefix(version, "v") + ".tgz",
+		"tether-pool-" + version + ".yaml",
 		"tether-shim-" + version + ".oci.tar",
 		"tether-shim-" + version + "-linux-amd64",
 		"tether-shim-" + version + "-linux-arm64",
@@ -323,40 +326,43 @@ func TestReleaseIsReproducible(t *testing.T) {
 	}
 }
 
-// The packaged chart's appVersion is the release and its CronJob runs the
-// release's CLI image; so do the plain manifests.
+// The packaged charts' appVersion is the release and their workloads (the
+// cleaner's CronJob, the pools' controller's Deployment) run the release's
+// CLI image; so do the plain manifests.
 func TestReleaseChartAndManifests(t *testing.T) {
 	d := release(t)
 	helm := strings.TrimSpace(run(t, filepath.Join(repoRoot, "scripts", "tools.sh"), "helm"))
-	chart := filepath.Join(d, "tether-gc-"+strings.TrimPrefix(version, "v")+".tgz")
-	var meta struct {
-		Version    string `json:"version"`
-		AppVersion string `json:"appVersion"`
-	}
-	if err := sigsyaml.Unmarshal([]byte(run(t, helm, "show", "chart", chart)), &meta); err != nil {
-		t.Fatal(err)
-	}
-	if meta.AppVersion != version || meta.Version != strings.TrimPrefix(version, "v") {
-		t.Errorf("chart version %q appVersion %q", meta.Version, meta.AppVersion)
-	}
 	want := contract.CLIImageRepository + ":" + version
-	if img := cronJobImage(t, "helm template", run(t, helm, "template", "gc", chart, "--namespace", "ci")); img != want {
-		t.Errorf("the packaged chart's CronJob runs %q, want %q", img, want)
+	for _, name := range []string{"tether-gc", "tether-pool"} {
+		chart := filepath.Join(d, name+"-"+strings.TrimPrefix(version, "v")+".tgz")
+		var meta struct {
+			Version    string `json:"version"`
+			AppVersion string `json:"appVersion"`
+		}
+		if err := sigsyaml.Unmarshal([]byte(run(t, helm, "show", "chart", chart)), &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.AppVersion != version || meta.Version != strings.TrimPrefix(version, "v") {
+			t.Errorf("%s chart version %q appVersion %q", name, meta.Version, meta.AppVersion)
+		}
+		if img := workloadImage(t, name+" helm template", run(t, helm, "template", "r", chart, "--namespace", "ci")); img != want {
+			t.Errorf("the packaged %s chart runs %q, want %q", name, img, want)
+		}
 	}
-	for _, variant := range []string{"namespaced", "cluster"} {
-		b, err := os.ReadFile(filepath.Join(d, "tether-gc-"+variant+"-"+version+".yaml"))
+	for _, file := range []string{"tether-gc-namespaced", "tether-gc-cluster", "tether-pool"} {
+		b, err := os.ReadFile(filepath.Join(d, file+"-"+version+".yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if img := cronJobImage(t, variant, string(b)); img != want {
-			t.Errorf("the %s manifests' CronJob runs %q, want %q", variant, img, want)
+		if img := workloadImage(t, file, string(b)); img != want {
+			t.Errorf("the %s manifests run %q, want %q", file, img, want)
 		}
 	}
 }
 
-// cronJobImage decodes a multi-document YAML stream strictly and returns the
-// image of its only CronJob.
-func cronJobImage(t *testing.T, what, stream string) string {
+// workloadImage decodes a multi-document YAML stream strictly and returns
+// the image of its only workload: a CronJob or a Deployment.
+func workloadImage(t *testing.T, what, stream string) string {
 	t.Helper()
 	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 	yr := kyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
@@ -376,12 +382,15 @@ func cronJobImage(t *testing.T, what, stream string) string {
 		if err != nil {
 			t.Fatalf("%s: decode %s: %v", what, doc, err)
 		}
-		if cj, ok := obj.(*batchv1.CronJob); ok {
-			images = append(images, cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image)
+		switch o := obj.(type) {
+		case *batchv1.CronJob:
+			images = append(images, o.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image)
+		case *appsv1.Deployment:
+			images = append(images, o.Spec.Template.Spec.Containers[0].Image)
 		}
 	}
 	if len(images) != 1 {
-		t.Fatalf("%s: %d CronJobs, want 1", what, len(images))
+		t.Fatalf("%s: %d CronJobs and Deployments, want 1", what, len(images))
 	}
 	return images[0]
 }

@@ -20,6 +20,8 @@ var Access = []Permission{
 	{Resource: "events", Verbs: []string{"list"}, For: "prepare streams the pod's events (image pulls, scheduling) into the job log"},
 	{Resource: "events", Verbs: []string{"watch"}, For: "prepare streams the pod's events (image pulls, scheduling) into the job log"},
 	{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"create"}, For: "prepare protects the job's pod from node drains (a PodDisruptionBudget owned by the pod)"},
+	{Resource: "pods", Verbs: []string{"update"}, For: "with a pool: prepare claims a warm pod (else every job starts a pod of its own)"},
+	{Resource: "events", Verbs: []string{"create"}, For: "with a pool: prepare records why a job found no warm pod (tether pool status counts them)"},
 }
 
 // RBACFile is where the project keeps the Role that grants Access.

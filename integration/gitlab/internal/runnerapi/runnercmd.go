@@ -1,17 +1,19 @@
 package runnerapi
 
+import "github.com/tether-ci/tether/internal/gitlabpod"
+
 // RunnerCommand is the command the runner's generated stage scripts call
 // to extract and archive caches and to download and upload artifacts
 // (`gitlab-runner cache-extractor …`, `gitlab-runner artifacts-uploader
 // …`): the Custom executor registers its runner command under this name,
 // and each call is guarded by `if gitlab-runner --version …; else echo
 // "Missing gitlab-runner. … is disabled."; fi`, a warning, not a failure.
-const RunnerCommand = "gitlab-runner"
+const RunnerCommand = gitlabpod.RunnerCommand
 
 // RunnerHelperCommand is the runner's helper binary in GitLab's helper
 // image (DefaultHelperImage), which has no RunnerCommand: the driver's
 // shims offer it to the stage scripts as RunnerCommand.
-const RunnerHelperCommand = "gitlab-runner-helper"
+const RunnerHelperCommand = gitlabpod.RunnerHelperCommand
 
 // Cache is one of the job's caches (cache: in .gitlab-ci.yml), as far as
 // the driver reads it.
