@@ -137,14 +137,22 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 	}
 	echoEnd := time.Now()
 	// The trivial stages, in the same pod.
+	// Interleaved with them, the floor of any stage: a process of the
+	// same binary that does nothing (`tether version`), and its Go
+	// package initialisation.
 	rounds := max(cfg.repeat*5, 15)
-	var stages durations
+	var stages, starts, inits durations
 	for range rounds {
 		out, d, err := j.stage(ctx, "step_script", "true")
 		if err != nil {
 			return fmt.Errorf("trivial stage: %w\n%s", err, tailOf([]byte(out), 600))
 		}
 		stages = append(stages, d)
+		d, initTime, err := processStart(ctx, j.bin)
+		if err != nil {
+			return err
+		}
+		starts, inits = append(starts, d), append(inits, initTime)
 	}
 	cleanupStart := time.Now()
 	if out, _, err := j.command(ctx, "cleanup"); err != nil {
@@ -156,6 +164,12 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 	t := &table{head: []string{"GitLab driver (real node)", "result"}}
 	t.add(fmt.Sprintf("trivial stage (`true`), `tether gitlab run` start → exit, %d stages", rounds),
 		fmt.Sprintf("median %s, p90 %s, min %s", ms(stages.median()), ms(stages.percentile(90)), ms(stages.min())))
+	t.add("of which process start: `tether version` start → exit (same binary, no work)",
+		fmt.Sprintf("median %s, p90 %s, min %s", ms(starts.median()), ms(starts.percentile(90)), ms(starts.min())))
+	t.add("of which Go package initialisation (GODEBUG=inittrace=1, sum of the packages' clock)",
+		fmt.Sprintf("median %s, min %s", ms(inits.median()), ms(inits.min())))
+	t.add("the stage's own work: configuration, connect, attach, job, final record (medians' difference)",
+		ms(stages.median()-starts.median()))
 	sec.goals = append(sec.goals, goal{
 		measure: "GitLab stage overhead (trivial stage, as the runner sees it)",
 		tether:  "median " + ms(stages.median()), baseline: "GitLab k8s executor ≈ 500 ms",
@@ -250,6 +264,32 @@ func auditRequests(path, pod string, windows [][2]time.Time) (map[string]int, in
 		return nil, 0, fmt.Errorf("read the audit log: %w", err)
 	}
 	return counts, total, nil
+}
+
+// processStart runs `bin version` with Go's init trace and returns how
+// long the process took, start to exit, and the sum of its packages'
+// initialisation clock times.
+func processStart(ctx context.Context, bin string) (time.Duration, time.Duration, error) {
+	cmd := exec.CommandContext(ctx, bin, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, 0, fmt.Errorf("%s version: %w: %s", bin, err, tailOf([]byte(stderr.String()), 600))
+	}
+	d := time.Since(start)
+	var sum time.Duration
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		// init PKG @T ms, N ms clock, ...
+		f := strings.Fields(line)
+		if len(f) >= 7 && f[0] == "init" && f[6] == "clock," {
+			if v, err := time.ParseDuration(f[4] + "ms"); err == nil {
+				sum += v
+			}
+		}
+	}
+	return d, sum, nil
 }
 
 func inWindows(at time.Time, windows [][2]time.Time) bool {

@@ -19,6 +19,10 @@ const disruptionSettle = 10 * time.Second
 // kubelet's stop of an evicted pod's containers ends it.
 const exitSIGTERM = 143
 
+// firstReadWait bounds how long a failed Connect waits for a watch it
+// started to read the pod first.
+const firstReadWait = 5 * time.Second
+
 // Run runs job through t as client.Run does and, when t is a Kubernetes
 // Transport, watches the job's pod meanwhile for involuntary disruptions
 // (the kubelet's evictions, preemption, the Eviction API, the taint
@@ -29,7 +33,9 @@ const exitSIGTERM = 143
 // session's reconnect timeout. A job that finished with its result is not
 // changed unless its script was killed by SIGTERM while its pod was being
 // disrupted. A transport that embeds a *Transport (a wrapper around its
-// Connect) is watched as that Transport.
+// Connect) is watched as that Transport. With the Transport's
+// Options.LazyDisruptionWatch the watch starts only once an attach failed,
+// or the job ended as an eviction ends it.
 func Run(ctx context.Context, t client.Transport, job client.Job, opts client.Options) (client.Result, error) {
 	kw, ok := t.(kubeTransport)
 	if !ok {
@@ -41,16 +47,10 @@ func Run(ctx context.Context, t client.Transport, job client.Job, opts client.Op
 		return client.Result{}, err
 	}
 	w := newDisruptionWatch(cs, kt.Namespace, kt.Pod, kt.logger())
-	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.run(wctx)
-	}()
-	defer func() {
-		stop()
-		<-done
-	}()
+	defer w.end()
+	if !kt.Options.LazyDisruptionWatch {
+		w.begin()
+	}
 	kt.disruptions.Store(w)
 	defer kt.disruptions.Store(nil)
 	res, err := client.Run(ctx, t, job, opts)
@@ -70,6 +70,7 @@ func explain(ctx context.Context, w *disruptionWatch, res client.Result, err err
 	if ctx.Err() != nil || res.Cancelled || err == nil && res.ExitCode != exitSIGTERM {
 		return err
 	}
+	w.begin() // a lazy watch starts now, if no attach failed before
 	if d := w.settle(ctx, disruptionSettle); d != nil {
 		return d
 	}
@@ -85,6 +86,11 @@ func (t *Transport) connectWatched(ctx context.Context, w *disruptionWatch) (cli
 	}
 	c, err := t.connect(ctx)
 	if err != nil {
+		// A lazy watch starts with the first failed attach, and its
+		// first read of the pod is waited for: a disruption that broke
+		// the connection ends the session now.
+		w.begin()
+		w.awaitRead(ctx, firstReadWait)
 		if !errors.Is(err, client.ErrShimGone) {
 			w.checkNode(ctx)
 		}

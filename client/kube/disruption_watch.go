@@ -48,11 +48,55 @@ type disruptionWatch struct {
 	nodeChecked time.Time
 	conns       map[client.Conn]struct{}
 	found       chan struct{} // closed once err is set
+
+	// The watch's own run (begin, end): its context, started once, ended
+	// (closed when run returned, or by end when it never began).
+	ctx     context.Context
+	cancel  context.CancelFunc
+	started sync.Once
+	ended   chan struct{}
+	// read is closed once run read the pod first (or gave up).
+	read     chan struct{}
+	readOnce sync.Once
 }
 
 func newDisruptionWatch(cs kubernetes.Interface, ns, name string, log *slog.Logger) *disruptionWatch {
-	return &disruptionWatch{cs: cs, ns: ns, name: name, log: log, conns: map[client.Conn]struct{}{}, found: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &disruptionWatch{cs: cs, ns: ns, name: name, log: log, conns: map[client.Conn]struct{}{}, found: make(chan struct{}),
+		ctx: ctx, cancel: cancel, ended: make(chan struct{}), read: make(chan struct{})}
 }
+
+// begin starts watching the pod in the background until end, once:
+// later calls do nothing.
+func (w *disruptionWatch) begin() {
+	w.started.Do(func() {
+		go func() {
+			defer close(w.ended)
+			w.run(w.ctx)
+		}()
+	})
+}
+
+// end stops the watch, if it began, and waits for it to return.
+func (w *disruptionWatch) end() {
+	w.cancel()
+	w.started.Do(func() { close(w.ended) })
+	<-w.ended
+}
+
+// awaitRead waits up to d for the watch to have read the pod once.
+func (w *disruptionWatch) awaitRead(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.read:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// readDone records that the pod was read once (or will not be).
+func (w *disruptionWatch) readDone() { w.readOnce.Do(func() { close(w.read) }) }
 
 // disrupted returns the disruption seen (nil: none).
 func (w *disruptionWatch) disrupted() *DisruptedError {
@@ -109,6 +153,7 @@ func (w *disruptionWatch) set(e *DisruptedError) {
 // was seen. A watch that ends is made again from the last version seen
 // (a failed one after a backoff, up to 30 s).
 func (w *disruptionWatch) run(ctx context.Context) {
+	defer w.readDone()
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 6, Cap: 30 * time.Second}
 	rv := ""
 	for ctx.Err() == nil {
@@ -144,10 +189,13 @@ func (w *disruptionWatch) watchFrom(ctx context.Context, rv *string) (done bool,
 		case apierrors.IsNotFound(err):
 			return true, nil
 		case err != nil:
+			w.readDone()
 			return false, err
 		}
 		*rv = p.ResourceVersion
-		if w.see(ctx, p) {
+		seen := w.see(ctx, p)
+		w.readDone()
+		if seen {
 			return true, nil
 		}
 	}

@@ -70,6 +70,14 @@ type TransportOptions struct {
 	// container that ended (an attach to it can fail only once its
 	// streams time out) ends the session at once.
 	AttachFirst bool
+	// LazyDisruptionWatch makes Run watch the pod for disruptions only
+	// once an attach failed, or the job ended as a disruption ends it
+	// (killed by SIGTERM), instead of for the whole job: a job whose
+	// attach works costs no request but that attach. A disruption is
+	// then seen once it broke the session's connection (the kubelet
+	// stops an evicted pod's containers; an unanswered ping ends a
+	// connection to a lost node), not before.
+	LazyDisruptionWatch bool
 }
 
 // Transport reaches a tether-shim in a pod through the pods/attach

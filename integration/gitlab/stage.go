@@ -13,11 +13,13 @@ import (
 // runStage runs a stage's job in the container t reaches, with one attach
 // and no other request while the attach works: the session asks the shim
 // where its stream ends (earlier stages' records stay in it) and sends the
-// job over the same connection, and the transport reads the pod only when
-// an attach failed. A refused attach (credentials or permissions) ends the
+// job over the same connection, and the transport reads the pod, and
+// watches it for disruptions, only once an attach failed (or the script
+// was killed by SIGTERM, as an eviction kills it). A refused attach (credentials or permissions) ends the
 // stage at once, with what to do, where a broken one is retried.
 func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts client.Options) (client.Result, error) {
 	t.Options.AttachFirst = true
+	t.Options.LazyDisruptionWatch = true
 	rt := &refusalStop{Transport: t}
 	opts.FromEnd = true
 	res, err := kube.Run(ctx, rt, job, opts)

@@ -53,11 +53,11 @@ func TestGitLabStageIsOneAttach(t *testing.T) {
 			t.Fatalf("stage %d: output %q exit %d, want %q", i, out.String(), res.ExitCode, want)
 		}
 	}
-	// One attach per stage, and the pod read that starts each stage's
-	// disruption watch (kube.Run); the attach server serves no watch.
+	// One attach per stage and nothing else: the pod is read, and
+	// watched for disruptions, only once an attach failed.
 	got := srv.UserAgents()
-	if n := len(got["attach-websocket"]) + len(got["attach-spdy"]); n != 3 || len(got["pod"]) > 3 || len(got) > 2 {
-		t.Errorf("requests by kind %v; want 3 attaches and at most one pod read per stage", got)
+	if n := len(got["attach-websocket"]) + len(got["attach-spdy"]); n != 3 || len(got) != 1 {
+		t.Errorf("requests by kind %v; want 3 attaches and nothing else", got)
 	}
 }
 
