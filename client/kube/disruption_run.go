@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/tether-ci/tether/client"
@@ -42,14 +43,12 @@ func Run(ctx context.Context, t client.Transport, job client.Job, opts client.Op
 	}
 	w := newDisruptionWatch(cs, kt.Namespace, kt.Pod, kt.logger())
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.run(wctx)
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { w.run(wctx) })
+	wg.Go(func() { w.watchNode(wctx) })
 	defer func() {
 		stop()
-		<-done
+		wg.Wait()
 	}()
 	kt.disruptions.Store(w)
 	defer kt.disruptions.Store(nil)
@@ -83,9 +82,11 @@ func (t *Transport) connectWatched(ctx context.Context, w *disruptionWatch) (cli
 	if d := w.disrupted(); d != nil {
 		return nil, d
 	}
+	w.connecting()
 	c, err := t.connect(ctx)
 	if err != nil {
 		if !errors.Is(err, client.ErrShimGone) {
+			w.setUnreachable(true)
 			w.checkNode(ctx)
 		}
 		if d := w.disrupted(); d != nil {
