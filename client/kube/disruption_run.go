@@ -84,6 +84,7 @@ func (t *Transport) connectWatched(ctx context.Context, w *disruptionWatch) (cli
 	if d := w.disrupted(); d != nil {
 		return nil, d
 	}
+	w.connecting()
 	c, err := t.connect(ctx)
 	if err != nil {
 		// A lazy watch starts with the first failed attach, and its
@@ -92,6 +93,7 @@ func (t *Transport) connectWatched(ctx context.Context, w *disruptionWatch) (cli
 		w.begin()
 		w.awaitRead(ctx, firstReadWait)
 		if !errors.Is(err, client.ErrShimGone) {
+			w.setUnreachable(true)
 			w.checkNode(ctx)
 		}
 		if d := w.disrupted(); d != nil {

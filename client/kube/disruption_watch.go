@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,18 +25,25 @@ import (
 const (
 	preemptorSearch = 3 * time.Second
 	preemptorPoll   = 300 * time.Millisecond
-	// nodeCheckEvery bounds how often a session that cannot reach its
-	// shim has the pod's node read.
-	nodeCheckEvery = 5 * time.Second
+	// nodeCheckEvery is how often the pod's node is read while the
+	// session cannot reach its shim; nodeCheckGap is the least time
+	// between two reads.
+	nodeCheckEvery = 3 * time.Second
+	nodeCheckGap   = time.Second
 )
 
 // disruptionWatch follows one job's pod while its job runs (Run) and
-// notices involuntary disruptions: it watches the pod alone (one read, then one watch
-// request; the pod's node is read when the node lifecycle controller
-// marks the pod not ready, and while the session cannot reach the shim). On a disruption it records a DisruptedError
-// and closes the transport's connections, so the session's next Connect
-// returns the error at once instead of retrying until its reconnect
-// timeout.
+// notices involuntary disruptions: it watches the pod alone (one read,
+// then one watch request), and reads the pod's node when the node
+// lifecycle controller marks the pod not ready and, every nodeCheckEvery,
+// while the session cannot reach the shim (watchNode). The node is read
+// on its own because the pod may show nothing: the node lifecycle
+// controller only turns a pod's Ready condition False, which changes
+// nothing on a pod that was not ready yet (its kubelet had not posted
+// that its containers run when it stopped). On a disruption the watch
+// records a DisruptedError and closes the transport's connections, so
+// the session's next Connect returns the error at once instead of
+// retrying until its reconnect timeout.
 type disruptionWatch struct {
 	cs       kubernetes.Interface
 	ns, name string
@@ -46,11 +54,21 @@ type disruptionWatch struct {
 	last *corev1.Pod
 	// nodeChecked is when checkNode last read the node.
 	nodeChecked time.Time
+	// connects counts the session's Connects; unreachable is true from a
+	// Connect that follows a lost connection, or a failed one, until a
+	// connection delivers data.
+	connects    int
+	unreachable bool
 	conns       map[client.Conn]struct{}
 	found       chan struct{} // closed once err is set
+	wake        chan struct{} // watchNode's nudge when the shim became unreachable
+	// nodeEvery and nodeGap are nodeCheckEvery and nodeCheckGap (shorter
+	// in tests).
+	nodeEvery, nodeGap time.Duration
 
-	// The watch's own run (begin, end): its context, started once, ended
-	// (closed when run returned, or by end when it never began).
+	// The watch's own goroutines (begin, end): their context, started
+	// once, ended (closed when they returned, or by end when they never
+	// began).
 	ctx     context.Context
 	cancel  context.CancelFunc
 	started sync.Once
@@ -62,17 +80,22 @@ type disruptionWatch struct {
 
 func newDisruptionWatch(cs kubernetes.Interface, ns, name string, log *slog.Logger) *disruptionWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &disruptionWatch{cs: cs, ns: ns, name: name, log: log, conns: map[client.Conn]struct{}{}, found: make(chan struct{}),
+	return &disruptionWatch{cs: cs, ns: ns, name: name, log: log, conns: map[client.Conn]struct{}{},
+		found: make(chan struct{}), wake: make(chan struct{}, 1), nodeEvery: nodeCheckEvery, nodeGap: nodeCheckGap,
 		ctx: ctx, cancel: cancel, ended: make(chan struct{}), read: make(chan struct{})}
 }
 
-// begin starts watching the pod in the background until end, once:
+// begin starts watching the pod (run) and, while the session cannot
+// reach the shim, its node (watchNode) in the background until end, once:
 // later calls do nothing.
 func (w *disruptionWatch) begin() {
 	w.started.Do(func() {
+		var wg sync.WaitGroup
+		wg.Go(func() { w.run(w.ctx) })
+		wg.Go(func() { w.watchNode(w.ctx) })
 		go func() {
-			defer close(w.ended)
-			w.run(w.ctx)
+			wg.Wait()
+			close(w.ended)
 		}()
 	})
 }
@@ -118,10 +141,79 @@ func (w *disruptionWatch) track(c client.Conn) client.Conn {
 	return &trackedConn{Conn: c, w: w}
 }
 
-// trackedConn forgets itself when closed.
+// connecting notes that the session calls Connect: every call after the
+// first means its connection was lost. An attach the API server upgraded
+// may still fail at once (the API server reports on the stream that it
+// cannot reach the kubelet), so a Connect that returns a connection does
+// not mean the shim is reachable: that is known once the connection
+// delivers data.
+//
+// A lazy watch (TransportOptions.LazyDisruptionWatch) begins here with
+// the first reconnect: a WebSocket reattach to a lost node is upgraded
+// before it fails, so no failed Connect would begin it.
+func (w *disruptionWatch) connecting() {
+	w.mu.Lock()
+	w.connects++
+	lost := w.connects > 1
+	w.mu.Unlock()
+	if lost {
+		w.begin()
+		w.setUnreachable(true)
+	}
+}
+
+// setUnreachable records whether the session can reach the shim; it
+// nudges watchNode when it cannot.
+func (w *disruptionWatch) setUnreachable(on bool) {
+	w.mu.Lock()
+	w.unreachable = on
+	w.mu.Unlock()
+	if on {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// watchNode reads the pod's node every nodeEvery while the session cannot
+// reach the shim, until ctx ends or a disruption was seen.
+func (w *disruptionWatch) watchNode(ctx context.Context) {
+	t := time.NewTicker(w.nodeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.found:
+			return
+		case <-w.wake:
+		case <-t.C:
+		}
+		w.mu.Lock()
+		unreachable := w.unreachable
+		w.mu.Unlock()
+		if unreachable {
+			w.checkNode(ctx)
+		}
+	}
+}
+
+// trackedConn forgets itself when closed, and tells the watch once it
+// delivered data (the shim is reachable).
 type trackedConn struct {
 	client.Conn
-	w *disruptionWatch
+	w         *disruptionWatch
+	delivered atomic.Bool
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.delivered.Load() {
+		c.delivered.Store(true)
+		c.w.setUnreachable(false)
+	}
+	return n, err
 }
 
 func (c *trackedConn) Close() error {
@@ -238,14 +330,14 @@ func (w *disruptionWatch) watchFrom(ctx context.Context, rv *string) (done bool,
 	}
 }
 
-// checkNode reads the node of the pod (as last seen) when the session
-// cannot reach the shim, at most every nodeCheckEvery: a node the node
-// lifecycle controller marked NotReady is a disruption even when the
-// pod's own Ready condition did not change (it was not True before).
+// checkNode reads the node of the pod (as last seen), at most every
+// nodeGap: a node the node lifecycle controller marked NotReady is a
+// disruption even when the pod's own Ready condition did not change (it
+// was not True before).
 func (w *disruptionWatch) checkNode(ctx context.Context) {
 	w.mu.Lock()
 	pod := w.last
-	due := time.Since(w.nodeChecked) >= nodeCheckEvery
+	due := time.Since(w.nodeChecked) >= w.nodeGap
 	if due {
 		w.nodeChecked = time.Now()
 	}
@@ -255,6 +347,7 @@ func (w *disruptionWatch) checkNode(ctx context.Context) {
 	}
 	node, err := w.cs.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
 	if err != nil {
+		w.log.Debug("reading the job pod's node", "node", pod.Spec.NodeName, "err", err)
 		return // no permission, or the API server is unreachable too
 	}
 	if e := nodeDisruption(w.ns, w.name, node); e != nil {

@@ -88,6 +88,9 @@ type Server struct {
 	// userAgents are the User-Agent headers of the requests that reached
 	// the front handler, by kind (see UserAgents).
 	userAgents map[string][]string
+	// deadKubelet is where attaches go while the node is down
+	// (SetNodeDown); nil while it is up.
+	deadKubelet *url.URL
 }
 
 // Start starts the streaming server and the front handler on loopback.
@@ -332,6 +335,9 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, ns, pod str
 	if err != nil {
 		writeStatus(w, apierrors.NewInternalError(err))
 		return
+	}
+	if dead := s.kubeletDown(); dead != nil {
+		location = dead.JoinPath(location.Path)
 	}
 	protocol := "spdy"
 	var h http.Handler = apimachineryproxy.NewUpgradeAwareHandler(location, s.transport, false, true, responder{s.log})
