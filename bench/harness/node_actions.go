@@ -34,14 +34,7 @@ func actionsSteps(ctx context.Context, cfg *config, n *node, sec *section, log *
 		return err
 	}
 	defer os.RemoveAll(root)
-	env := append(os.Environ(),
-		actions.EnvBin+"="+cfg.tether,
-		actions.EnvKubeconfig+"="+n.kubeconfig,
-		actions.EnvHelperImage+"="+n.images.helper,
-		actions.EnvPullPolicy+"=Never",
-		actions.EnvJobTimeout+"=30m",
-	)
-	r, err := actionsrunner.New(filepath.Join(root, "runner"), filepath.Join(cfg.repo, "deploy", "actions", "tether-hook.sh"), "bench", env)
+	r, err := benchRunner(cfg, n, root)
 	if err != nil {
 		return err
 	}
@@ -114,4 +107,17 @@ func firstDiff(got, line []byte) string {
 		}
 	}
 	return "a prefix of the expected output"
+}
+
+// benchRunner is a runner stand-in under root whose hook is `tether
+// actions` on the node n, its images never pulled.
+func benchRunner(cfg *config, n *node, root string) (*actionsrunner.Runner, error) {
+	env := append(os.Environ(),
+		actions.EnvBin+"="+cfg.tether,
+		actions.EnvKubeconfig+"="+n.kubeconfig,
+		actions.EnvHelperImage+"="+n.images.helper,
+		actions.EnvPullPolicy+"=Never",
+		actions.EnvJobTimeout+"=30m",
+	)
+	return actionsrunner.New(filepath.Join(root, "runner"), filepath.Join(cfg.repo, "deploy", "actions", "tether-hook.sh"), "bench", env)
 }

@@ -8,9 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/tether-ci/tether/integration/actions"
-	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
 // Shape of the tool cache actionsPrepareSection copies: 100 MB of
@@ -65,14 +62,7 @@ func timePrepare(ctx context.Context, cfg *config, n *node, tool bool) (time.Dur
 		return 0, err
 	}
 	defer os.RemoveAll(root)
-	env := append(os.Environ(),
-		actions.EnvBin+"="+cfg.tether,
-		actions.EnvKubeconfig+"="+n.kubeconfig,
-		actions.EnvHelperImage+"="+n.images.helper,
-		actions.EnvPullPolicy+"=Never",
-		actions.EnvJobTimeout+"=30m",
-	)
-	r, err := actionsrunner.New(filepath.Join(root, "runner"), filepath.Join(cfg.repo, "deploy", "actions", "tether-hook.sh"), "bench", env)
+	r, err := benchRunner(cfg, n, root)
 	if err != nil {
 		return 0, err
 	}
