@@ -21,9 +21,9 @@ import (
 )
 
 // The disruption tests that cordon or drain the node, or stop its kubelet,
-// disturb every other test on it: run them alone (scripts take the node's
-// lock exclusively for them, see docs/disruptions.md), and each restores
-// the node (uncordoned, every component running, Ready) whatever happens.
+// disturb every other test on it: they are never parallel (make e2e runs
+// the suite's tests one at a time), and each restores the node
+// (uncordoned, every component running, Ready) whatever happens.
 
 // bgRun is a `tether run` running in the background.
 type bgRun struct {
