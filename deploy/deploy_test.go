@@ -156,6 +156,13 @@ func sortObjects(t *testing.T, objs []runtime.Object) rendered {
 
 func template(t *testing.T, ns string, set ...string) rendered {
 	t.Helper()
+	return sortObjects(t, helmTemplate(t, chart, ns, set...))
+}
+
+// helmTemplate renders chart as release "rel" in namespace ns with the
+// --set values set, and decodes its objects.
+func helmTemplate(t *testing.T, chart, ns string, set ...string) []runtime.Object {
+	t.Helper()
 	args := []string{"template", "rel", chart, "--namespace", ns}
 	for _, s := range set {
 		args = append(args, "--set", s)
@@ -164,7 +171,7 @@ func template(t *testing.T, ns string, set ...string) rendered {
 	if err != nil {
 		t.Fatalf("helm %v: %v", args, err)
 	}
-	return sortObjects(t, decodeAll(t, strings.NewReader(out)))
+	return decodeAll(t, strings.NewReader(out))
 }
 
 func TestHelmLint(t *testing.T) {

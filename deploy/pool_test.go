@@ -119,15 +119,7 @@ func checkPoolObjects(t *testing.T, r poolObjects, ns string) (*appsv1.Deploymen
 
 func poolTemplate(t *testing.T, ns string, set ...string) poolObjects {
 	t.Helper()
-	args := []string{"template", "rel", poolChart, "--namespace", ns}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
-	out, err := runHelm(t, args...)
-	if err != nil {
-		t.Fatalf("helm %v: %v", args, err)
-	}
-	return sortPoolObjects(decodeAll(t, strings.NewReader(out)))
+	return sortPoolObjects(helmTemplate(t, poolChart, ns, set...))
 }
 
 func TestPoolHelmLint(t *testing.T) {
