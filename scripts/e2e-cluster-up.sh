@@ -78,16 +78,7 @@ start() {
   shift
   bin=$(binary_of "$name")
   [ -x "$bin" ] || e2e_die "$name binary $bin is missing"
-  # The daemon inherits no descriptor above 2: not the up/down lock (fd 8),
-  # nor a lock a caller holds (`flock LOCKFILE make e2e` when a test restarts
-  # the node's agents): a daemon would hold it for as long as it runs.
-  (
-    for fd in /proc/$BASHPID/fd/*; do
-      fd=${fd##*/}
-      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
-    done
-    exec setsid "$bin" "$@"
-  ) >>"$LOGS/$name.log" 2>&1 </dev/null &
+  e2e_daemon "$LOGS/$name.log" "$bin" "$@"
   pid=$!
   echo "$pid" >"$PIDS/$name.pid"
   # Until the background shell and setsid have exec'd, /proc/PID/exe names

@@ -125,3 +125,20 @@ dump_logs() {
     tail -n "$n" "$LOGS/$c.log" >&2
   done
 }
+
+# e2e_daemon LOG CMD ARGS...: start CMD in the background in its own
+# session (setsid execs: $! is the daemon itself), stdin /dev/null, output
+# appended to LOG. It inherits no descriptor above 2: not the up/down lock
+# (fd 8), nor a lock a caller holds (`flock LOCKFILE make e2e` when a test
+# restarts the node's agents), which a daemon would hold while it runs.
+e2e_daemon() {
+  local log=$1
+  shift
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+    done
+    exec setsid "$@"
+  ) >>"$log" 2>&1 </dev/null &
+}

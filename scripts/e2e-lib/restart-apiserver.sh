@@ -32,7 +32,7 @@ if [ -d "/proc/$pid" ]; then
 fi
 sleep "$down"
 
-setsid "${argv[@]}" >>"$LOGS/kube-apiserver.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+e2e_daemon "$LOGS/kube-apiserver.log" "${argv[@]}"
 newpid=$!
 echo "$newpid" >"$PIDS/kube-apiserver.pid"
 e2e_log "started kube-apiserver again (pid $newpid)"
