@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // ActionsDir is the runner's _work/_actions in the job container: the
@@ -99,7 +101,7 @@ func stepActions(actionsHost, entryPoint string, argv []string, env map[string]s
 // afresh (so a repeated delivery, after a step whose response the runner
 // did not read, is harmless). A step whose entry point is one of
 // the runner's externals (ExternalsDir) checks that it is there.
-func deliverActions(plan *stepPlan, w *strings.Builder, args *ScriptStepArgs, argv []string, runnerTemp string, delivered []string) error {
+func deliverActions(plan *stepPlan, w *strings.Builder, args *hookapi.ScriptStepArgs, argv []string, runnerTemp string, delivered []string) error {
 	host := hostActionsDir(runnerTemp)
 	dirs, err := stepActions(host, args.EntryPoint, argv, args.EnvironmentVariables)
 	if err != nil {
@@ -129,7 +131,7 @@ func deliverActions(plan *stepPlan, w *strings.Builder, args *ScriptStepArgs, ar
 // recordActions writes run_script_step's response: the job's state with
 // the action directories the step delivered, so later steps (a post step,
 // the next use of the same action) do not deliver them again.
-func recordActions(h *Hook, st *State, dirs []string, responseFile string) int {
+func recordActions(h *Hook, st *hookapi.State, dirs []string, responseFile string) int {
 	next := *st
 	next.Actions = slices.Clone(st.Actions)
 	for _, d := range dirs {
@@ -137,7 +139,7 @@ func recordActions(h *Hook, st *State, dirs []string, responseFile string) int {
 			next.Actions = append(next.Actions, d)
 		}
 	}
-	if err := WriteResponse(responseFile, &StepResponse{State: &next}); err != nil {
+	if err := hookapi.WriteResponse(responseFile, &hookapi.StepResponse{State: &next}); err != nil {
 		return h.fail("the step succeeded, but %v", err)
 	}
 	return 0

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // runnerWork lays out a runner's _work with _temp and returns RUNNER_TEMP
@@ -48,7 +50,7 @@ func TestPlanStepDeliversActions(t *testing.T) {
 	}
 	// A composite action's path, named only by GITHUB_ACTION_PATH.
 	writeFile(t, filepath.Join(actions, "octo", "comp", "main", "run.sh"), "echo c\n", 0o755)
-	args := &ScriptStepArgs{
+	args := &hookapi.ScriptStepArgs{
 		EntryPoint:     "/__e/node20/bin/node",
 		EntryPointArgs: []string{`"/__w/_actions/octo/hello/v1/index.js"`},
 		EnvironmentVariables: map[string]string{
@@ -120,7 +122,7 @@ func TestActionRefWithSlash(t *testing.T) {
 func TestActionRefRefusesDotDot(t *testing.T) {
 	temp, _ := runnerWork(t)
 	for _, p := range []string{"/__w/_actions/../../etc/passwd", "/__w/_actions/a/b/../../../x", "/__w/_actions/a//b/c", "/__w/_actions/a/b/c/.."} {
-		args := &ScriptStepArgs{EntryPoint: "/__e/node20/bin/node", EntryPointArgs: []string{p}}
+		args := &hookapi.ScriptStepArgs{EntryPoint: "/__e/node20/bin/node", EntryPointArgs: []string{p}}
 		if _, err := planStep(args, temp, nil, t.Errorf); err == nil || !strings.Contains(err.Error(), "must be clean") {
 			t.Errorf("%s: err %v, want a refusal", p, err)
 		}
@@ -136,7 +138,7 @@ func TestActionSizeBoundAndMissing(t *testing.T) {
 	if err := os.Truncate(big, MaxActionSize+1); err != nil { // sparse: nothing read
 		t.Fatal(err)
 	}
-	args := &ScriptStepArgs{EntryPoint: "/__e/node20/bin/node", EntryPointArgs: []string{"/__w/_actions/octo/big/v1/index.js"}}
+	args := &hookapi.ScriptStepArgs{EntryPoint: "/__e/node20/bin/node", EntryPointArgs: []string{"/__w/_actions/octo/big/v1/index.js"}}
 	if _, err := planStep(args, temp, nil, t.Errorf); err == nil || !strings.Contains(err.Error(), "more than 64 MiB") {
 		t.Errorf("err %v, want the size bound", err)
 	}
@@ -152,7 +154,7 @@ func TestRecordActions(t *testing.T) {
 	resp := filepath.Join(t.TempDir(), "resp.json")
 	var out strings.Builder
 	h := &Hook{Stdout: &out, Stderr: &out}
-	st := &State{Pod: "p", Namespace: "n", Actions: []string{"/__w/_actions/a/b/c"}}
+	st := &hookapi.State{Pod: "p", Namespace: "n", Actions: []string{"/__w/_actions/a/b/c"}}
 	if code := recordActions(h, st, []string{"/__w/_actions/a/b/c", "/__w/_actions/d/e/f"}, resp); code != 0 {
 		t.Fatalf("code %d: %s", code, out.String())
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // Local actions (`uses: ./path`): the runner reads a local action's
@@ -83,7 +84,7 @@ type metaScan struct {
 // stepMetaScan is the metaScan of a script step: the step's
 // GITHUB_WORKSPACE (a container path under WorkDir) and the hook's own
 // (the runner-host path). nil when either is missing.
-func stepMetaScan(args *ScriptStepArgs, getenv func(string) string) *metaScan {
+func stepMetaScan(args *hookapi.ScriptStepArgs, getenv func(string) string) *metaScan {
 	ctr, host := args.EnvironmentVariables["GITHUB_WORKSPACE"], getenv("GITHUB_WORKSPACE")
 	if host == "" || !strings.HasPrefix(ctr, WorkDir+"/") || path.Clean(ctr) != ctr {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // deleteTimeout bounds a cleanup's API calls (they run even after the
@@ -20,7 +21,7 @@ const deleteTimeout = 60 * time.Second
 // with it, through its ownerReference) and any other job pod of this
 // runner pod that a failed prepare_job left. A pod already gone is fine:
 // running it twice, or after a failed prepare_job, succeeds.
-func CleanupJob(ctx context.Context, h *Hook, in *Input) int {
+func CleanupJob(ctx context.Context, h *Hook, in *hookapi.Input) int {
 	c, err := h.connect()
 	if err != nil {
 		return h.fail("%v", err)
@@ -28,7 +29,7 @@ func CleanupJob(ctx context.Context, h *Hook, in *Input) int {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 	defer cancel()
 	var errs []error
-	if st, err := podState(in.State); err == nil {
+	if st, err := hookapi.JobPod(in.State); err == nil {
 		errs = append(errs, deletePod(ctx, c, h, st))
 	}
 	if runner := h.Getenv(EnvRunnerPodName); runner != "" {
@@ -38,7 +39,7 @@ func CleanupJob(ctx context.Context, h *Hook, in *Input) int {
 			errs = append(errs, fmt.Errorf("list the job pods of runner pod %s/%s: %w", c.namespace, runner, err))
 		} else {
 			for _, p := range list.Items {
-				errs = append(errs, deletePod(ctx, c, h, &State{Pod: p.Name, Namespace: p.Namespace}))
+				errs = append(errs, deletePod(ctx, c, h, &hookapi.State{Pod: p.Name, Namespace: p.Namespace}))
 			}
 		}
 	}
@@ -49,7 +50,7 @@ func CleanupJob(ctx context.Context, h *Hook, in *Input) int {
 }
 
 // deletePod deletes the pod st names; a pod that is gone is no error.
-func deletePod(ctx context.Context, c *cluster, h *Hook, st *State) error {
+func deletePod(ctx context.Context, c *cluster, h *Hook, st *hookapi.State) error {
 	_, err := c.pod(h, st).DeleteByName(ctx)
 	return err
 }

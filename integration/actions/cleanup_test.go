@@ -17,6 +17,7 @@ import (
 	ktesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // fakeHook is a Hook whose commands reach cs in namespace ci.
@@ -43,7 +44,7 @@ func TestCleanupJobAgainstFakeCluster(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset(jobPod("tether-a", "runner-1"), jobPod("tether-left", "runner-1"), jobPod("tether-other", "runner-2"))
 	h, stderr := fakeHook(cs, map[string]string{EnvRunnerPodName: "runner-1"})
-	in := &Input{Command: CommandCleanupJob, State: &State{Pod: "tether-a", Namespace: "ci"}}
+	in := &hookapi.Input{Command: hookapi.CommandCleanupJob, State: &hookapi.State{Pod: "tether-a", Namespace: "ci"}}
 	if code := CleanupJob(ctx, h, in); code != 0 {
 		t.Fatalf("cleanup_job: exit %d: %s", code, stderr)
 	}

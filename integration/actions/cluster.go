@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/version"
 )
@@ -39,7 +40,7 @@ func (h *Hook) connect() (*cluster, error) {
 }
 
 // pod is the handle of the job's pod named by st.
-func (c *cluster) pod(h *Hook, st *State) *kube.Pod {
+func (c *cluster) pod(h *Hook, st *hookapi.State) *kube.Pod {
 	return &kube.Pod{Client: c.cs, Namespace: st.Namespace, Name: st.Pod, Container: kube.BuildContainer, Logger: h.logger()}
 }
 

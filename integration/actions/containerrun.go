@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
@@ -38,13 +39,13 @@ const startPoll = 200 * time.Millisecond
 // payload are delivered first through the job container's shim and the
 // file-command files copied back after. An outcome or an output that
 // cannot be known complete is a failure.
-func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
-	st, err := podState(in.State)
+func RunContainerStep(ctx context.Context, h *Hook, in *hookapi.Input) int {
+	st, err := hookapi.JobPod(in.State)
 	if err != nil {
 		return h.fail("run_container_step: %v", err)
 	}
 	var args Container
-	if err := decodeArgs(in, &args); err != nil {
+	if err := in.DecodeArgs(&args); err != nil {
 		return h.fail("%v", err)
 	}
 	if args.Image == "" && args.Dockerfile != "" {
@@ -123,7 +124,7 @@ func RunContainerStep(ctx context.Context, h *Hook, in *Input) int {
 // pullConfig is the job pod's pull Secret's .dockerconfigjson (with the
 // step's own credentials, added before), nil when it has none or cannot be
 // read (then the registry is read anonymously, and says so if it must not).
-func pullConfig(ctx context.Context, h *Hook, c *cluster, st *State) []byte {
+func pullConfig(ctx context.Context, h *Hook, c *cluster, st *hookapi.State) []byte {
 	sec, err := c.cs.CoreV1().Secrets(st.Namespace).Get(ctx, st.Pod+pullSecretSuffix, metav1.GetOptions{})
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -137,7 +138,7 @@ func pullConfig(ctx context.Context, h *Hook, c *cluster, st *State) []byte {
 // startContainerStep creates the step's env Secret and adds its ephemeral
 // container, a tether-shim, to the pod. It returns the container's name;
 // on an error its Secret is deleted again.
-func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, args *Container) (string, error) {
+func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, args *Container) (string, error) {
 	pods := c.cs.CoreV1().Pods(st.Namespace)
 	for attempt := 0; ; attempt++ {
 		p, err := pods.Get(ctx, st.Pod, metav1.GetOptions{})
@@ -191,7 +192,7 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, arg
 // in it through its shim, the output to stdout. A container that cannot
 // start fails the step; a cancel through ctx cancels the program
 // (Result.Cancelled).
-func runContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, name string, argv []string) (client.Result, error) {
+func runContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, name string, argv []string) (client.Result, error) {
 	if err := waitStepStarted(ctx, h, c, st, name); err != nil {
 		if ctx.Err() != nil {
 			return client.Result{Cancelled: true}, err
@@ -207,7 +208,7 @@ func runContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, name 
 // waitStepStarted waits until the step's container runs. One that cannot
 // start, or a pod that cannot be read for the reconnect timeout, is an
 // error.
-func waitStepStarted(ctx context.Context, h *Hook, c *cluster, st *State, name string) error {
+func waitStepStarted(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, name string) error {
 	pods := c.cs.CoreV1().Pods(st.Namespace)
 	budget := h.Settings.ReconnectTimeout
 	if budget <= 0 {

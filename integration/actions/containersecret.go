@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // createStepSecret creates the Secret holding a container step's env,
@@ -46,7 +47,7 @@ func deleteStepSecret(ctx context.Context, h *Hook, c *cluster, ns, name string)
 // created, so prepare_job names one in every pod (empty when the job
 // had no credentials); a pod without it (made by an older tether) pulls
 // the image without them, with a warning.
-func addStepCredentials(ctx context.Context, h *Hook, c *cluster, st *State, reg *Registry) error {
+func addStepCredentials(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, reg *hookapi.Registry) error {
 	p, err := c.cs.CoreV1().Pods(st.Namespace).Get(ctx, st.Pod, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("cannot read the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
@@ -76,7 +77,7 @@ func addStepCredentials(ctx context.Context, h *Hook, c *cluster, st *State, reg
 
 // mergeAuths adds reg to a .dockerconfigjson (replacing its server's
 // entry).
-func mergeAuths(config []byte, reg *Registry) ([]byte, error) {
+func mergeAuths(config []byte, reg *hookapi.Registry) ([]byte, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(config, &doc); err != nil {
 		return nil, fmt.Errorf("its .dockerconfigjson is not JSON: %w", err)

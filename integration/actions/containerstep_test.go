@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // testShim is a step's shim as shimOfPod makes it.
@@ -32,7 +33,7 @@ func stepArgs() *Container {
 			"GITHUB_OUTPUT": "/github/file_commands/set_output_1",
 			"bad name":      "x",
 		},
-		SystemMountVolumes: []Mount{
+		SystemMountVolumes: []hookapi.Mount{
 			{SourceVolumePath: "/r/_work/repo/repo", TargetVolumePath: StepWorkspace},
 			{SourceVolumePath: "/r/_work/_temp", TargetVolumePath: StepRunnerTemp},
 		},
@@ -211,7 +212,7 @@ func TestContainerStepFiles(t *testing.T) {
 
 // The step's registry credentials are added to the pull Secret's auths.
 func TestMergeAuths(t *testing.T) {
-	got, err := mergeAuths([]byte(`{"auths":{"a.io":{"auth":"x"}}}`), &Registry{Username: "u", Password: "p", ServerURL: "b.io"})
+	got, err := mergeAuths([]byte(`{"auths":{"a.io":{"auth":"x"}}}`), &hookapi.Registry{Username: "u", Password: "p", ServerURL: "b.io"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // Hook is what every command runs with: the settings, the hook's
@@ -46,18 +48,18 @@ func (h *Hook) warn(format string, args ...any) {
 // the hook's exit code: 0 for success, else non-zero with the reason on
 // stderr.
 func Main(ctx context.Context, h *Hook, stdin io.Reader) int {
-	in, err := ReadInput(stdin)
+	in, err := hookapi.ReadInput(stdin)
 	if err != nil {
 		return h.fail("%v", err)
 	}
 	switch in.Command {
-	case CommandPrepareJob:
+	case hookapi.CommandPrepareJob:
 		return PrepareJob(ctx, h, in)
-	case CommandRunScriptStep:
+	case hookapi.CommandRunScriptStep:
 		return RunScriptStep(ctx, h, in)
-	case CommandRunContainerStep:
+	case hookapi.CommandRunContainerStep:
 		return RunContainerStep(ctx, h, in)
-	default: // CommandCleanupJob; ReadInput refused the rest
+	default: // hookapi.CommandCleanupJob; hookapi.ReadInput refused the rest
 		return CleanupJob(ctx, h, in)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // shapedPod runs what PrepareJob runs before creating the pod: planShape,
@@ -110,8 +111,8 @@ func TestCreateOptionsRefused(t *testing.T) {
 
 func TestNamedVolumeSharedByServiceAndJob(t *testing.T) {
 	args := &PrepareJobArgs{
-		Container: &Container{Image: "busybox", UserMountVolumes: []Mount{{SourceVolumePath: "shared", TargetVolumePath: "/shared"}, {TargetVolumePath: "/scratch"}}},
-		Services:  []Container{{Image: "redis", UserMountVolumes: []Mount{{SourceVolumePath: "shared", TargetVolumePath: "/data", ReadOnly: true}}}},
+		Container: &Container{Image: "busybox", UserMountVolumes: []hookapi.Mount{{SourceVolumePath: "shared", TargetVolumePath: "/shared"}, {TargetVolumePath: "/scratch"}}},
+		Services:  []Container{{Image: "redis", UserMountVolumes: []hookapi.Mount{{SourceVolumePath: "shared", TargetVolumePath: "/data", ReadOnly: true}}}},
 	}
 	pod, _, err := shapedPod(t, args, "")
 	if err != nil {
@@ -145,14 +146,14 @@ func TestNamedVolumeSharedByServiceAndJob(t *testing.T) {
 
 func TestUserVolumesRefused(t *testing.T) {
 	for _, tc := range []struct {
-		m    Mount
+		m    hookapi.Mount
 		want string
 	}{
-		{Mount{UserProvidedValue: "/data:/data", SourceVolumePath: "/data", TargetVolumePath: "/data"}, EnvHookTemplate},
-		{Mount{SourceVolumePath: "v", TargetVolumePath: "rel"}, "not an absolute path"},
-		{Mount{SourceVolumePath: "v", TargetVolumePath: "/tether/x"}, "/tether"},
+		{hookapi.Mount{UserProvidedValue: "/data:/data", SourceVolumePath: "/data", TargetVolumePath: "/data"}, EnvHookTemplate},
+		{hookapi.Mount{SourceVolumePath: "v", TargetVolumePath: "rel"}, "not an absolute path"},
+		{hookapi.Mount{SourceVolumePath: "v", TargetVolumePath: "/tether/x"}, "/tether"},
 	} {
-		args := &PrepareJobArgs{Container: &Container{Image: "b", UserMountVolumes: []Mount{tc.m}}}
+		args := &PrepareJobArgs{Container: &Container{Image: "b", UserMountVolumes: []hookapi.Mount{tc.m}}}
 		if _, _, err := shapedPod(t, args, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.m, err, tc.want)
 		}

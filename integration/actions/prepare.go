@@ -15,15 +15,16 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // PrepareJob is prepare_job: it creates the job's pod (the job container
 // running tether-shim, the services as native sidecars), waits until it
 // runs, makes the runner's directories in it, and writes the response.
 // A pod it created is deleted again when anything after the create fails.
-func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
+func PrepareJob(ctx context.Context, h *Hook, in *hookapi.Input) int {
 	var args PrepareJobArgs
-	if err := decodeArgs(in, &args); err != nil {
+	if err := in.DecodeArgs(&args); err != nil {
 		return h.fail("%v", err)
 	}
 	if args.Container == nil {
@@ -97,7 +98,7 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("cannot create the job's pod: %v", err)
 	}
-	st := &State{Pod: pod.Name, Namespace: pod.Namespace}
+	st := &hookapi.State{Pod: pod.Name, Namespace: pod.Namespace}
 	code := 0
 	if err := createPullSecret(ctx, c, pod, objs.Job.ID, pullConfig); err != nil {
 		code = h.fail("%v", err)
@@ -119,7 +120,7 @@ func PrepareJob(ctx context.Context, h *Hook, in *Input) int {
 // prepareCreated waits for the created pod, probes it, copies the runner's
 // disk into it and writes the response; a non-zero code means the pod
 // must go.
-func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *State, args *PrepareJobArgs, disk *runnerDisk, responseFile string) int {
+func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *hookapi.State, args *PrepareJobArgs, disk *runnerDisk, responseFile string) int {
 	fmt.Fprintf(h.Stdout, "tether: pod %s/%s created (image %s)\n", pod.Namespace, pod.Name, args.Container.Image)
 	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: h.Settings.PrepareTimeout, ScheduleTimeout: h.Settings.Pod.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
@@ -135,7 +136,7 @@ func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st 
 		return h.fail("the job's pod %s/%s: %v", pod.Namespace, pod.Name, err)
 	}
 	resp := prepareResponse(st, args, alpine)
-	if err := WriteResponse(responseFile, resp); err != nil {
+	if err := hookapi.WriteResponse(responseFile, resp); err != nil {
 		return h.fail("%v", err)
 	}
 	return 0
@@ -272,13 +273,13 @@ func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir s
 // prepareResponse is prepare_job's response: the state, the containers'
 // ports (reachable on localhost, so each container port maps to itself),
 // services in args' order.
-func prepareResponse(st *State, args *PrepareJobArgs, alpine bool) *PrepareResponse {
-	resp := &PrepareResponse{State: st, IsAlpine: alpine, Context: ResponseContext{
-		Container: &ResponseContainer{Image: args.Container.Image, Ports: ports(args.Container.PortMappings)},
-		Services:  []ResponseContainer{},
+func prepareResponse(st *hookapi.State, args *PrepareJobArgs, alpine bool) *hookapi.PrepareResponse {
+	resp := &hookapi.PrepareResponse{State: st, IsAlpine: alpine, Context: hookapi.ResponseContext{
+		Container: &hookapi.ResponseContainer{Image: args.Container.Image, Ports: ports(args.Container.PortMappings)},
+		Services:  []hookapi.ResponseContainer{},
 	}}
 	for _, s := range args.Services {
-		resp.Context.Services = append(resp.Context.Services, ResponseContainer{Image: s.Image, Ports: ports(s.PortMappings)})
+		resp.Context.Services = append(resp.Context.Services, hookapi.ResponseContainer{Image: s.Image, Ports: ports(s.PortMappings)})
 	}
 	return resp
 }

@@ -17,11 +17,12 @@ import (
 	ktesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // prepareJobInput is a prepare_job input for a job container of image, its
 // response file in a test directory.
-func prepareJobInput(t *testing.T, image string) *Input {
+func prepareJobInput(t *testing.T, image string) *hookapi.Input {
 	t.Helper()
 	args, err := json.Marshal(PrepareJobArgs{Container: &Container{Image: image}})
 	if err != nil {
@@ -31,7 +32,7 @@ func prepareJobInput(t *testing.T, image string) *Input {
 	if err := os.WriteFile(resp, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &Input{Command: CommandPrepareJob, ResponseFile: resp, Args: args}
+	return &hookapi.Input{Command: hookapi.CommandPrepareJob, ResponseFile: resp, Args: args}
 }
 
 // fakeSettings are the settings of a hook whose environment is env.
@@ -158,7 +159,7 @@ func TestStartContainerStepRetriesAConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &State{Pod: "tether-a", Namespace: "ci"}
+	st := &hookapi.State{Pod: "tether-a", Namespace: "ci"}
 	name, err := startContainerStep(ctx, h, c, st, &Container{Image: "alpine:3", EnvironmentVariables: map[string]string{"TOKEN": "s3cret"}})
 	if err != nil {
 		t.Fatalf("startContainerStep: %v (stderr %q)", err, stderr)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // dockerHub is the registry of credentials without a server URL.
@@ -26,7 +27,7 @@ const emptyDockerConfig = `{"auths":{}}`
 // job's containers carry; nil when none does.
 func dockerConfig(args *PrepareJobArgs) ([]byte, error) {
 	auths := map[string]map[string]string{}
-	add := func(r *Registry) {
+	add := func(r *hookapi.Registry) {
 		if r == nil || (r.Username == "" && r.Password == "") {
 			return
 		}

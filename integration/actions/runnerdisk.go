@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // ToolDir is the runner's tool cache (_work/_tool, RUNNER_TOOL_CACHE) in
@@ -60,7 +61,7 @@ func (d *runnerDisk) empty() bool {
 // the job container's system mounts (the runner's <work> → /__w,
 // _tool → /__w/_tool, _temp/_github_home → /github/home, ...): the mount
 // whose target holds p most closely wins. ok is false when none does.
-func mountSource(mounts []Mount, p string) (string, bool) {
+func mountSource(mounts []hookapi.Mount, p string) (string, bool) {
 	best, host := -1, ""
 	for _, m := range mounts {
 		t := path.Clean(m.TargetVolumePath)

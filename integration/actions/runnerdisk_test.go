@@ -11,13 +11,16 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // runnerMounts are the job container's system mounts as the runner sends
 // them for a runner whose _work is work (ContainerOperationProvider.cs).
-func runnerMounts(work string) []Mount {
-	m := func(src, dst string) Mount { return Mount{SourceVolumePath: src, TargetVolumePath: dst} }
-	return []Mount{
+func runnerMounts(work string) []hookapi.Mount {
+	m := func(src, dst string) hookapi.Mount {
+		return hookapi.Mount{SourceVolumePath: src, TargetVolumePath: dst}
+	}
+	return []hookapi.Mount{
 		m("/var/run/docker.sock", "/var/run/docker.sock"),
 		m(work, "/__w"),
 		m(filepath.Join(filepath.Dir(work), "externals"), "/__e"),

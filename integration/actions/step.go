@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
@@ -21,13 +22,13 @@ import (
 // directory, streams its output to stdout, copies the file-command files
 // back into the runner's _temp, and exits with the step's exit code. An
 // outcome that cannot be known is a failure.
-func RunScriptStep(ctx context.Context, h *Hook, in *Input) int {
-	st, err := podState(in.State)
+func RunScriptStep(ctx context.Context, h *Hook, in *hookapi.Input) int {
+	st, err := hookapi.JobPod(in.State)
 	if err != nil {
 		return h.fail("run_script_step: %v", err)
 	}
-	var args ScriptStepArgs
-	if err := decodeArgs(in, &args); err != nil {
+	var args hookapi.ScriptStepArgs
+	if err := in.DecodeArgs(&args); err != nil {
 		return h.fail("%v", err)
 	}
 	runnerTemp := h.Getenv(EnvRunnerTemp)
@@ -93,7 +94,7 @@ type stepPlan struct {
 	job          client.Job
 	fileCommands []fileCommand
 	// actions are the action directories this step delivered (the job's
-	// State records them once the step succeeded).
+	// hookapi.State records them once the step succeeded).
 	actions []string
 }
 
@@ -102,9 +103,9 @@ type stepPlan struct {
 // files) and the event payload are delivered as files, and a wrapper
 // script copies them into place, changes into the working directory,
 // exports the environment and PATH and execs the entry point. The action
-// directories the step needs that are not in delivered (State.Actions) are
+// directories the step needs that are not in delivered (hookapi.State.Actions) are
 // delivered too (deliverActions).
-func planStep(args *ScriptStepArgs, runnerTemp string, delivered []string, warn func(string, ...any)) (*stepPlan, error) {
+func planStep(args *hookapi.ScriptStepArgs, runnerTemp string, delivered []string, warn func(string, ...any)) (*stepPlan, error) {
 	if args.EntryPoint == "" {
 		return nil, errors.New("the step has no entryPoint")
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
 // planStep delivers what the runner wrote into its own _temp (the script
@@ -28,7 +29,7 @@ func TestPlanStep(t *testing.T) {
 	write("_runner_file_commands/set_env_1", "")
 	write("_github_workflow/event.json", `{"ref":"main"}`)
 	var warnings []string
-	args := &ScriptStepArgs{
+	args := &hookapi.ScriptStepArgs{
 		EntryPoint:     "bash",
 		EntryPointArgs: []string{"--noprofile", "-e", "/__w/_temp/abc.sh"},
 		EnvironmentVariables: map[string]string{
@@ -39,7 +40,7 @@ func TestPlanStep(t *testing.T) {
 			"bad-name":      "x",
 			`BAD"NAME`:      "y",
 		},
-		PrependPath:      PathList{"/opt/b", "/opt/a"},
+		PrependPath:      hookapi.PathList{"/opt/b", "/opt/a"},
 		WorkingDirectory: "/__w/my repo/my repo",
 	}
 	plan, err := planStep(args, temp, nil, func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) })
@@ -92,12 +93,12 @@ func TestPortsAndAliases(t *testing.T) {
 	}
 }
 
-// Registry credentials become one .dockerconfigjson, Docker Hub for a
+// hookapi.Registry credentials become one .dockerconfigjson, Docker Hub for a
 // registry without a server URL; none at all is nil.
 func TestDockerConfig(t *testing.T) {
 	args := &PrepareJobArgs{
-		Container: &Container{Registry: &Registry{Username: "u", Password: "p", ServerURL: "ghcr.io"}},
-		Services:  []Container{{Registry: &Registry{Username: "a", Password: "b"}}, {}},
+		Container: &Container{Registry: &hookapi.Registry{Username: "u", Password: "p", ServerURL: "ghcr.io"}},
+		Services:  []Container{{Registry: &hookapi.Registry{Username: "a", Password: "b"}}, {}},
 	}
 	b, err := dockerConfig(args)
 	if err != nil {

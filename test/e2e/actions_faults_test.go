@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
@@ -59,7 +60,7 @@ func TestActionsRunnerKilled(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
 	}
-	var st struct{ State actions.State }
+	var st struct{ State hookapi.State }
 	if err := json.Unmarshal([]byte(res.Response), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestActionsIdlePodEndsItself(t *testing.T) {
 	if res := mustStep(ctx, t, r, actionsrunner.Step{Script: "echo one step"}); res.ExitCode != 0 {
 		t.Fatalf("step: exit %d, stderr %s", res.ExitCode, res.Stderr)
 	}
-	var st struct{ State actions.State }
+	var st struct{ State hookapi.State }
 	if err := json.Unmarshal([]byte(res.Response), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
@@ -59,7 +60,7 @@ func TestActionsMalformedInput(t *testing.T) {
 	t.Run("response file cannot be written", func(t *testing.T) {
 		job := actionsrunner.Container(BashImage, map[string]string{"HOME": "/github/home"}, nil)
 		job["workingDirectory"] = r.Workspace()
-		in, err := json.Marshal(map[string]any{"command": actions.CommandPrepareJob, "responseFile": r.Temp + "/no-such-dir/resp.json",
+		in, err := json.Marshal(map[string]any{"command": hookapi.CommandPrepareJob, "responseFile": r.Temp + "/no-such-dir/resp.json",
 			"args": map[string]any{"container": job, "services": []any{}}, "state": nil})
 		if err != nil {
 			t.Fatal(err)

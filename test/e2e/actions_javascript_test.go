@@ -17,6 +17,7 @@ import (
 
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
@@ -77,7 +78,7 @@ func TestActionsJSAction(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d\nstdout %s\nstderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	var resp actions.PrepareResponse
+	var resp hookapi.PrepareResponse
 	if err := json.Unmarshal([]byte(res.Response), &resp); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestActionsJSAction(t *testing.T) {
 	if r.Outputs["greeting"] != "hello hi there" || r.JobEnv["JS_ACTION_MESSAGE"] != "hi there" || saved["saved"] != "hi there" {
 		t.Errorf("outputs %q, env %q, state %q", r.Outputs, r.JobEnv, saved)
 	}
-	var st struct{ State actions.State }
+	var st struct{ State hookapi.State }
 	if err := json.Unmarshal([]byte(res.Response), &st); err != nil || len(st.State.Actions) != 1 || st.State.Actions[0] != jsActionDir || st.State.Pod != resp.State.Pod {
 		t.Errorf("the step's response %q (%v): want the state with %s delivered", res.Response, err, jsActionDir)
 	}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
@@ -46,7 +47,7 @@ func TestActionsJob(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d\nstdout %s\nstderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	var resp actions.PrepareResponse
+	var resp hookapi.PrepareResponse
 	if err := json.Unmarshal([]byte(res.Response), &resp); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
@@ -79,7 +80,7 @@ func TestActionsPodOptions(t *testing.T) {
 	if !strings.Contains(string(res.Stderr), "--shm-size 1g has no meaning in a Kubernetes pod and is ignored") || strings.Contains(string(res.Stderr), "::warning::") {
 		t.Errorf("prepare_job's stderr %q: want a plain warning for the ignored --shm-size", res.Stderr)
 	}
-	var resp actions.PrepareResponse
+	var resp hookapi.PrepareResponse
 	if err := json.Unmarshal([]byte(res.Response), &resp); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
@@ -57,7 +57,7 @@ func TestActionsReferenceRunContainerStep(t *testing.T) {
 		{"exit code", []string{"-c", "'exit 42'"}, 42},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := r.Invoke(ctx, actions.CommandRunContainerStep, containerStepArgs(r, BashImage, env, "bash", tc.args...))
+			res, err := r.Invoke(ctx, hookapi.CommandRunContainerStep, containerStepArgs(r, BashImage, env, "bash", tc.args...))
 			if err != nil || res.ExitCode != tc.wantCode {
 				t.Errorf("exit %d (%v), want %d; stdout %q, stderr %s", res.ExitCode, err, tc.wantCode, res.Stdout, res.Stderr)
 			}

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
@@ -57,13 +58,13 @@ func pauseService(ports any) map[string]any {
 
 // referencePrepare runs prepare_job with args and fails the test unless
 // it succeeds with a response; it returns the response.
-func referencePrepare(ctx context.Context, t *testing.T, r *actionsrunner.Runner, args map[string]any) actions.PrepareResponse {
+func referencePrepare(ctx context.Context, t *testing.T, r *actionsrunner.Runner, args map[string]any) hookapi.PrepareResponse {
 	t.Helper()
-	res, err := r.Invoke(ctx, actions.CommandPrepareJob, args)
+	res, err := r.Invoke(ctx, hookapi.CommandPrepareJob, args)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("prepare_job: %v, exit %d\nstdout %s\nstderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	var resp actions.PrepareResponse
+	var resp hookapi.PrepareResponse
 	if err := json.Unmarshal([]byte(res.Response), &resp); err != nil {
 		t.Fatalf("prepare_job's response is not JSON: %v\n%s", err, res.Response)
 	}
@@ -92,7 +93,7 @@ func scriptArgs(r *actionsrunner.Runner, env map[string]string, prependPath any,
 // stand-in error.
 func invokeStep(ctx context.Context, t *testing.T, r *actionsrunner.Runner, args map[string]any) actionsrunner.Result {
 	t.Helper()
-	res, err := r.Invoke(ctx, actions.CommandRunScriptStep, args)
+	res, err := r.Invoke(ctx, hookapi.CommandRunScriptStep, args)
 	if err != nil {
 		t.Fatalf("run_script_step %v: %v\nstdout %q\nstderr %s", args, err, res.Stdout, res.Stderr)
 	}

@@ -1,11 +1,7 @@
-package actions
+package hookapi
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,7 +20,7 @@ func TestReadInputPrepareJob(t *testing.T) {
 		t.Fatalf("input = %+v", in)
 	}
 	var args PrepareJobArgs
-	if err := decodeArgs(in, &args); err != nil {
+	if err := in.DecodeArgs(&args); err != nil {
 		t.Fatal(err)
 	}
 	if args.Container.Image != "node:20" || args.Container.EnvironmentVariables["HOME"] != "/github/home" ||
@@ -53,32 +49,6 @@ func TestReadInputRefusesBadInput(t *testing.T) {
 	}
 }
 
-// Main turns bad input into exit code 1 and one clear line on stderr,
-// without touching the cluster (no kubeconfig is reachable here).
-func TestMainBadInput(t *testing.T) {
-	for _, in := range []string{"", "{", `{"command":"nope","responseFile":"r"}`, `{"command":"prepare_job"}`} {
-		var stdout, stderr bytes.Buffer
-		h := &Hook{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr}
-		if code := Main(context.Background(), h, strings.NewReader(in)); code != 1 {
-			t.Errorf("input %q: exit code %d, want 1", in, code)
-		}
-		if !strings.HasPrefix(stderr.String(), "Error: tether actions: ") || strings.Count(stderr.String(), "\n") != 1 || stdout.Len() != 0 {
-			t.Errorf("input %q: stdout %q, stderr %q", in, stdout.String(), stderr.String())
-		}
-	}
-}
-
-// Commands that need the job's pod refuse to run without state, before
-// any API call.
-func TestRunScriptStepWithoutState(t *testing.T) {
-	var stderr bytes.Buffer
-	h := &Hook{Getenv: func(string) string { return "" }, Stdout: &bytes.Buffer{}, Stderr: &stderr}
-	in := `{"command":"run_script_step","responseFile":"r","args":{"entryPoint":"sh","entryPointArgs":[]},"state":null}`
-	if code := Main(context.Background(), h, strings.NewReader(in)); code != 1 || !strings.Contains(stderr.String(), "prepare_job did not run") {
-		t.Fatalf("code %d, stderr %q", code, stderr.String())
-	}
-}
-
 func TestPrependPathForms(t *testing.T) {
 	for in, want := range map[string]PathList{
 		`{"prependPath":["/a","/b"]}`: {"/a", "/b"},
@@ -92,32 +62,5 @@ func TestPrependPathForms(t *testing.T) {
 		if !reflect.DeepEqual(a.PrependPath, want) {
 			t.Errorf("%s: %q, want %q", in, a.PrependPath, want)
 		}
-	}
-}
-
-// The response has the shape the runner requires: isAlpine, a state
-// object, services in order, ports objects that are never null.
-func TestPrepareResponseShape(t *testing.T) {
-	in, err := ReadInput(strings.NewReader(prepareInput))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var args PrepareJobArgs
-	if err := decodeArgs(in, &args); err != nil {
-		t.Fatal(err)
-	}
-	args.Services = append(args.Services, Container{Image: "postgres:16"})
-	path := filepath.Join(t.TempDir(), "resp.json")
-	if err := WriteResponse(path, prepareResponse(&State{Pod: "p", Namespace: "ns"}, &args, true)); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"state":{"tetherPod":"p","tetherNamespace":"ns"},"context":{"container":{"image":"node:20","ports":{"80":"80"}},` +
-		`"services":[{"image":"redis:7","ports":{"6380":"6380"}},{"image":"postgres:16","ports":{}}]},"isAlpine":true}` + "\n"
-	if string(b) != want {
-		t.Fatalf("response\n%s\nwant\n%s", b, want)
 	}
 }

@@ -1,4 +1,4 @@
-package actions
+package hookapi
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package actions
+package hookapi
 
 import (
 	"bytes"
@@ -144,8 +144,9 @@ func ReadInput(r io.Reader) (*Input, error) {
 	return &in, nil
 }
 
-// decodeArgs decodes in.Args into v; null or absent args leave v as is.
-func decodeArgs(in *Input, v any) error {
+// DecodeArgs decodes the command's arguments into v (a PrepareJobArgs,
+// ScriptStepArgs or Container); null or absent args leave v as is.
+func (in *Input) DecodeArgs(v any) error {
 	if len(in.Args) == 0 || bytes.Equal(bytes.TrimSpace(in.Args), []byte("null")) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package actions
+package hookapi
 
 import "errors"
 
@@ -13,15 +13,15 @@ type State struct {
 	Actions []string `json:"tetherActions,omitempty"`
 }
 
-// errNoState is the error of a command that needs the job's pod without
+// ErrNoState is the error of a command that needs the job's pod without
 // state: prepare_job did not run, or failed.
-var errNoState = errors.New("the input carries no state naming the job's pod: prepare_job did not run or did not succeed " +
+var ErrNoState = errors.New("the input carries no state naming the job's pod: prepare_job did not run or did not succeed " +
 	"(the job needs a container: set container: in the workflow's job)")
 
-// podState returns the state's pod, or errNoState.
-func podState(s *State) (*State, error) {
+// JobPod returns s when it names the job's pod, else ErrNoState.
+func JobPod(s *State) (*State, error) {
 	if s == nil || s.Pod == "" || s.Namespace == "" {
-		return nil, errNoState
+		return nil, ErrNoState
 	}
 	return s, nil
 }
