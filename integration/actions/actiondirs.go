@@ -131,7 +131,7 @@ func deliverActions(plan *stepPlan, w *strings.Builder, args *hookapi.ScriptStep
 // recordActions writes run_script_step's response: the job's state with
 // the action directories the step delivered, so later steps (a post step,
 // the next use of the same action) do not deliver them again.
-func recordActions(h *Hook, st *hookapi.State, dirs []string, responseFile string) int {
+func recordActions(st *hookapi.State, dirs []string, responseFile string) error {
 	next := *st
 	next.Actions = slices.Clone(st.Actions)
 	for _, d := range dirs {
@@ -140,7 +140,7 @@ func recordActions(h *Hook, st *hookapi.State, dirs []string, responseFile strin
 		}
 	}
 	if err := hookapi.WriteResponse(responseFile, &hookapi.StepResponse{State: &next}); err != nil {
-		return h.fail("the step succeeded, but %v", err)
+		return fmt.Errorf("the step succeeded, but %w", err)
 	}
-	return 0
+	return nil
 }

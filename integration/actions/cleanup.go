@@ -22,9 +22,13 @@ const deleteTimeout = 60 * time.Second
 // runner pod that a failed prepare_job left. A pod already gone is fine:
 // running it twice, or after a failed prepare_job, succeeds.
 func CleanupJob(ctx context.Context, h *Hook, in *hookapi.Input) int {
+	return h.run(ctx, cleanupJob, in)
+}
+
+func cleanupJob(ctx context.Context, h *Hook, in *hookapi.Input, _ *afterExit) error {
 	c, err := h.connect()
 	if err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 	defer cancel()
@@ -44,9 +48,9 @@ func CleanupJob(ctx context.Context, h *Hook, in *hookapi.Input) int {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return h.fail("cleanup: %v", err)
+		return fmt.Errorf("cleanup: %w", err)
 	}
-	return 0
+	return nil
 }
 
 // deletePod deletes the pod st names; a pod that is gone is no error.

@@ -40,52 +40,56 @@ const startPoll = 200 * time.Millisecond
 // file-command files copied back after. An outcome or an output that
 // cannot be known complete is a failure.
 func RunContainerStep(ctx context.Context, h *Hook, in *hookapi.Input) int {
+	return h.run(ctx, runContainerStep, in)
+}
+
+func runContainerStep(ctx context.Context, h *Hook, in *hookapi.Input, after *afterExit) error {
 	st, err := hookapi.JobPod(in.State)
 	if err != nil {
-		return h.fail("run_container_step: %v", err)
+		return fmt.Errorf("run_container_step: %w", err)
 	}
-	var args Container
+	var args hookapi.Container
 	if err := in.DecodeArgs(&args); err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	if args.Image == "" && args.Dockerfile != "" {
-		return h.fail("%v", errDockerfile)
+		return errDockerfile
 	}
 	runnerTemp := h.Getenv(EnvRunnerTemp)
 	if runnerTemp == "" {
-		return h.fail("%s is not set: the runner sets it to its _work/_temp, which holds the step's file-command files", EnvRunnerTemp)
+		return fmt.Errorf("%s is not set: the runner sets it to its _work/_temp, which holds the step's file-command files", EnvRunnerTemp)
 	}
 	wsSub, err := workspaceSubPath(&args, h.Getenv(EnvGitHubWorkspace), runnerTemp)
 	if err != nil {
-		return h.fail("run_container_step: %v", err)
+		return fmt.Errorf("run_container_step: %w", err)
 	}
 	stepArgs, err := splitArgs(args.EntryPointArgs)
 	if err != nil {
-		return h.fail("run_container_step: %v", err)
+		return fmt.Errorf("run_container_step: %w", err)
 	}
 	c, err := h.connect()
 	if err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	pod := c.pod(h, st)
 	files, fileCmds, err := containerStepFiles(args.EnvironmentVariables, runnerTemp, h.warn)
 	if err != nil {
-		return h.fail("run_container_step: %v", err)
+		return fmt.Errorf("run_container_step: %w", err)
 	}
 	if args.Registry != nil && (args.Registry.Username != "" || args.Registry.Password != "") {
 		if err := addStepCredentials(ctx, h, c, st, args.Registry); err != nil {
-			return h.fail("%v", err)
+			return err
 		}
 	}
 	argv, err := stepArgv(args.EntryPoint, stepArgs, func() (imageCommand, error) {
 		return readImageCommand(ctx, args.Image, pullConfig(ctx, h, c, st))
 	})
 	if err != nil {
-		return h.fail("run_container_step: %v", err)
+		return fmt.Errorf("run_container_step: %w", err)
 	}
 	from, err := deliverFiles(ctx, h, c, pod, files, stepLinks(wsSub))
 	if err != nil {
-		return h.fail("cannot deliver the step's files into the job's pod %s/%s: %v", st.Namespace, st.Pod, err)
+		return fmt.Errorf("cannot deliver the step's files into the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
 	}
 	// Until the step ended; stopped before the file commands are read
 	// through the shim, so no other client is on it then.
@@ -95,30 +99,24 @@ func RunContainerStep(ctx context.Context, h *Hook, in *hookapi.Input) int {
 	defer func() { stopAwake(); <-awakeDone }()
 	name, err := startContainerStep(ctx, h, c, st, &args)
 	if err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	// The container read its env when it started: the Secret goes after
 	// the step, whatever its end.
-	defer deleteStepSecret(ctx, h, c, st.Namespace, st.Pod+"-"+name+stepEnvSecretSuffix)
-	res, err := runContainerStep(ctx, h, c, st, name, argv)
+	after.add(func(bool) { deleteStepSecret(ctx, h, c, st.Namespace, st.Pod+"-"+name+stepEnvSecretSuffix) })
+	res, err := followContainerStep(ctx, h, c, st, name, argv)
 	stopAwake()
 	<-awakeDone
-	switch {
-	case res.Cancelled:
-		return h.fail("the step was cancelled (%v)%s", context.Cause(ctx), cmdutil.CancelledCode(res))
-	case err != nil:
-		return h.fail("the step's outcome is unknown, so it failed: %v", err)
+	if err != nil {
+		return err
 	}
-	if res.Reconnects > 0 {
-		h.warn("the connection to the job's pod %s/%s broke %d times while the step ran; the step ran on and its output resumed where it stopped, nothing lost or repeated",
-			st.Namespace, st.Pod, res.Reconnects)
-	}
+	h.warnReconnects(st, res.Reconnects)
 	if len(fileCmds) > 0 {
 		if err := collectFileCommands(ctx, h, c, pod, from, fileCmds, nil); err != nil {
-			return h.fail("the step ended with exit code %d, but its file commands (GITHUB_ENV, GITHUB_OUTPUT, ...) could not be copied back to the runner: %v", res.ExitCode, err)
+			return fileCommandsError(res.ExitCode, err)
 		}
 	}
-	return exitCode(int32(res.ExitCode))
+	return stepResult(res.ExitCode)
 }
 
 // pullConfig is the job pod's pull Secret's .dockerconfigjson (with the
@@ -188,21 +186,29 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.St
 	}
 }
 
-// runContainerStep waits for the step's container to start and runs argv
-// in it through its shim, the output to stdout. A container that cannot
-// start fails the step; a cancel through ctx cancels the program
-// (Result.Cancelled).
-func runContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, name string, argv []string) (client.Result, error) {
+// followContainerStep waits for the step's container to start and runs
+// argv in it through its shim, the output to stdout. A container that
+// cannot start fails the step; a cancel through ctx cancels the program
+// (a cancelledError); an end that cannot be known is an
+// unknownOutcomeError.
+func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, name string, argv []string) (client.Result, error) {
 	if err := waitStepStarted(ctx, h, c, st, name); err != nil {
 		if ctx.Err() != nil {
-			return client.Result{Cancelled: true}, err
+			return client.Result{}, &cancelledError{cause: context.Cause(ctx)}
 		}
-		return client.Result{}, err
+		return client.Result{}, &unknownOutcomeError{err: err}
 	}
 	p := &kube.Pod{Client: c.cs, Namespace: st.Namespace, Name: st.Pod, Container: name, Logger: h.logger()}
 	t := p.Transport(c.cfg, kube.TransportOptions{Logger: h.logger()})
-	return client.Run(ctx, t, client.Job{ID: st.Pod + "-" + name, Argv: argv},
+	res, err := client.Run(ctx, t, client.Job{ID: st.Pod + "-" + name, Argv: argv},
 		client.Options{Output: h.Stdout, Logger: h.logger(), ReconnectTimeout: h.Settings.ReconnectTimeout, ExitShim: true})
+	switch {
+	case res.Cancelled:
+		return res, &cancelledError{cause: context.Cause(ctx), detail: cmdutil.CancelledCode(res)}
+	case err != nil:
+		return res, &unknownOutcomeError{err: err}
+	}
+	return res, nil
 }
 
 // waitStepStarted waits until the step's container runs. One that cannot
@@ -254,14 +260,6 @@ func stepStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
 		}
 	}
 	return nil
-}
-
-// exitCode is the hook's exit code for a container's: 1 outside 1..255.
-func exitCode(code int32) int {
-	if code >= 0 && code < 256 {
-		return int(code)
-	}
-	return 1
 }
 
 // sleep waits d or until ctx ends.

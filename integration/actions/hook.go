@@ -33,15 +33,18 @@ func (h *Hook) logger() *slog.Logger {
 	return h.Logger
 }
 
-// fail writes the hook's error line to stderr and returns the exit code 1.
-func (h *Hook) fail(format string, args ...any) int {
-	fmt.Fprintf(h.Stderr, "Error: tether actions: "+format+"\n", args...)
-	return 1
-}
-
 // warn writes a warning line to stderr.
 func (h *Hook) warn(format string, args ...any) {
 	fmt.Fprintf(h.Stderr, "Warning: tether actions: "+format+"\n", args...)
+}
+
+// warnReconnects says, when the connection to the job's pod st broke
+// while a step ran, that nothing of its output was lost.
+func (h *Hook) warnReconnects(st *hookapi.State, reconnects int) {
+	if reconnects > 0 {
+		h.warn("the connection to the job's pod %s/%s broke %d times while the step ran; the step ran on and its output resumed where it stopped, nothing lost or repeated",
+			st.Namespace, st.Pod, reconnects)
+	}
 }
 
 // Main reads the runner's input from stdin, runs its command and returns
@@ -50,7 +53,7 @@ func (h *Hook) warn(format string, args ...any) {
 func Main(ctx context.Context, h *Hook, stdin io.Reader) int {
 	in, err := hookapi.ReadInput(stdin)
 	if err != nil {
-		return h.fail("%v", err)
+		return h.exitCode(err)
 	}
 	switch in.Command {
 	case hookapi.CommandPrepareJob:

@@ -3,6 +3,7 @@ package actions
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -23,50 +24,54 @@ import (
 // runs, makes the runner's directories in it, and writes the response.
 // A pod it created is deleted again when anything after the create fails.
 func PrepareJob(ctx context.Context, h *Hook, in *hookapi.Input) int {
+	return h.run(ctx, prepareJob, in)
+}
+
+func prepareJob(ctx context.Context, h *Hook, in *hookapi.Input, after *afterExit) error {
 	var args PrepareJobArgs
 	if err := in.DecodeArgs(&args); err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	if args.Container == nil {
-		return h.fail("the job has no container: tether actions runs every job in a pod, so set container: in the workflow's job")
+		return errors.New("the job has no container: tether actions runs every job in a pod, so set container: in the workflow's job")
 	}
 	if args.Container.Image == "" {
-		return h.fail("the job container has no image (a Dockerfile is not supported): set container.image in the workflow")
+		return errors.New("the job container has no image (a Dockerfile is not supported): set container.image in the workflow")
 	}
 	if err := checkWorkingDirectory(args.Container.WorkingDirectory); err != nil {
-		return h.fail("the job container: %v", err)
+		return fmt.Errorf("the job container: %w", err)
 	}
 	disk, err := planRunnerDisk(args.Container, h.Settings.CopyLimit)
 	if err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	shape, err := planShape(&args, h.Getenv(EnvHookTemplate), h.warn)
 	if err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	c, err := h.connect()
 	if err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	spec, err := jobSpec(h.Settings, &args, c.namespace, h.Getenv(EnvRunnerPodName))
 	if err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	var runner *corev1.Pod
 	if name := h.Getenv(EnvRunnerPodName); name != "" {
 		if runner, err = runnerPod(ctx, c, name); err != nil {
-			return h.fail("%v", err)
+			return err
 		}
 	}
 	if err := addExternals(&spec, h.Getenv, runner); err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	if err := shape.shapeSpec(&spec); err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	pullConfig, err := dockerConfig(&args)
 	if err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	if pullConfig == nil {
 		// Every pod names a pull Secret, empty without credentials: a
@@ -81,10 +86,10 @@ func PrepareJob(ctx context.Context, h *Hook, in *hookapi.Input) int {
 	spec.ImagePullSecrets = append(spec.ImagePullSecrets, spec.Name+pullSecretSuffix)
 	objs, err := kube.Build(spec)
 	if err != nil {
-		return h.fail("cannot build the job's pod: %v", err)
+		return fmt.Errorf("cannot build the job's pod: %w", err)
 	}
 	if err := shapeObjects(shape, objs, args.Services, h.warn); err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	if runner != nil {
 		ref := kube.PodOwner(runner.Name, runner.UID)
@@ -96,50 +101,44 @@ func PrepareJob(ctx context.Context, h *Hook, in *hookapi.Input) int {
 	}
 	pod, err := kube.Create(ctx, c.cs, objs, h.logger())
 	if err != nil {
-		return h.fail("cannot create the job's pod: %v", err)
+		return fmt.Errorf("cannot create the job's pod: %w", err)
 	}
 	st := &hookapi.State{Pod: pod.Name, Namespace: pod.Namespace}
-	code := 0
-	if err := createPullSecret(ctx, c, pod, objs.Job.ID, pullConfig); err != nil {
-		code = h.fail("%v", err)
-	}
-	if code == 0 {
-		code = prepareCreated(ctx, h, c, pod, st, &args, disk, in.ResponseFile)
-	}
-	if code != 0 {
+	after.add(func(failed bool) {
+		if !failed {
+			return
+		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 		defer cancel()
 		if err := pod.Delete(dctx); err != nil {
 			h.warn("cannot delete the job's pod %s/%s after the failed prepare (cleanup_job tries again): %v", st.Namespace, st.Pod, err)
 		}
-		return code
+	})
+	if err := createPullSecret(ctx, c, pod, objs.Job.ID, pullConfig); err != nil {
+		return err
 	}
-	return 0
+	return prepareCreated(ctx, h, c, pod, st, &args, disk, in.ResponseFile)
 }
 
 // prepareCreated waits for the created pod, probes it, copies the runner's
-// disk into it and writes the response; a non-zero code means the pod
-// must go.
-func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *hookapi.State, args *PrepareJobArgs, disk *runnerDisk, responseFile string) int {
+// disk into it and writes the response; an error means the pod must go.
+func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *hookapi.State, args *PrepareJobArgs, disk *runnerDisk, responseFile string) error {
 	fmt.Fprintf(h.Stdout, "tether: pod %s/%s created (image %s)\n", pod.Namespace, pod.Name, args.Container.Image)
 	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: h.Settings.PrepareTimeout, ScheduleTimeout: h.Settings.Pod.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
-			return h.fail("stopped while the job's pod was starting: %v", context.Cause(ctx))
+			return fmt.Errorf("stopped while the job's pod was starting: %w", context.Cause(ctx))
 		}
-		return h.fail("the job's pod did not start: %v%s", err, externalsHint(err))
+		return fmt.Errorf("the job's pod did not start: %w%s", err, externalsHint(err))
 	}
 	alpine, err := probePod(ctx, h, c, pod, args.Container.WorkingDirectory)
 	if err != nil {
-		return h.fail("the job's pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("the job's pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	if err := copyRunnerDisk(ctx, h, c, pod, disk); err != nil {
-		return h.fail("the job's pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("the job's pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	resp := prepareResponse(st, args, alpine)
-	if err := hookapi.WriteResponse(responseFile, resp); err != nil {
-		return h.fail("%v", err)
-	}
-	return 0
+	return hookapi.WriteResponse(responseFile, resp)
 }
 
 // jobSpec is the job's pod: the job container's image and variables (plus

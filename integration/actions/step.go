@@ -23,63 +23,58 @@ import (
 // back into the runner's _temp, and exits with the step's exit code. An
 // outcome that cannot be known is a failure.
 func RunScriptStep(ctx context.Context, h *Hook, in *hookapi.Input) int {
+	return h.run(ctx, runScriptStep, in)
+}
+
+func runScriptStep(ctx context.Context, h *Hook, in *hookapi.Input, _ *afterExit) error {
 	st, err := hookapi.JobPod(in.State)
 	if err != nil {
-		return h.fail("run_script_step: %v", err)
+		return fmt.Errorf("run_script_step: %w", err)
 	}
 	var args hookapi.ScriptStepArgs
 	if err := in.DecodeArgs(&args); err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	runnerTemp := h.Getenv(EnvRunnerTemp)
 	if runnerTemp == "" {
-		return h.fail("%s is not set: the runner sets it to its _work/_temp, where it writes the step's script", EnvRunnerTemp)
+		return fmt.Errorf("%s is not set: the runner sets it to its _work/_temp, where it writes the step's script", EnvRunnerTemp)
 	}
 	plan, err := planStep(&args, runnerTemp, st.Actions, h.warn)
 	if err != nil {
-		return h.fail("run_script_step: %v", err)
+		return fmt.Errorf("run_script_step: %w", err)
 	}
 	c, err := h.connect()
 	if err != nil {
-		return h.fail("%v", err)
+		return err
 	}
 	pod := c.pod(h, st)
 	log := h.logger()
 	// Earlier steps' records stay in the shim's stream: start after them.
 	from, err := client.StreamEnd(ctx, c.transport(h, pod), 0, client.Options{Logger: log})
 	if err != nil {
-		return h.fail("cannot reach the job's pod %s/%s: %v", st.Namespace, st.Pod, err)
+		return fmt.Errorf("cannot reach the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
 	}
 	res, err := kube.Run(ctx, c.transport(h, pod), plan.job,
 		client.Options{Output: h.Stdout, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
 	var disrupted *kube.DisruptedError
 	switch {
 	case res.Cancelled:
-		return h.fail("the step was cancelled (%v)%s", context.Cause(ctx), cmdutil.CancelledCode(res))
+		return &cancelledError{cause: context.Cause(ctx), detail: cmdutil.CancelledCode(res)}
 	case errors.As(err, &disrupted):
-		return h.fail("the step failed: the job's %v", disrupted)
+		return fmt.Errorf("the step failed: the job's %w", disrupted)
 	case err != nil:
-		return h.fail("the step's outcome is unknown, so it failed: %v", err)
+		return &unknownOutcomeError{err: err}
 	}
-	if res.Reconnects > 0 {
-		h.warn("the connection to the job's pod %s/%s broke %d times while the step ran; the step ran on and its output resumed where it stopped, nothing lost or repeated",
-			st.Namespace, st.Pod, res.Reconnects)
-	}
+	h.warnReconnects(st, res.Reconnects)
 	if meta := stepMetaScan(&args, h.Getenv); len(plan.fileCommands) > 0 || meta != nil {
 		if err := collectFileCommands(ctx, h, c, pod, res.Offset, plan.fileCommands, meta); err != nil {
-			return h.fail("the step ended with exit code %d, but its file commands (GITHUB_ENV, GITHUB_OUTPUT, ...) could not be copied back to the runner: %v", res.ExitCode, err)
+			return fileCommandsError(res.ExitCode, err)
 		}
 	}
-	switch {
-	case res.ExitCode == 0:
-		if len(plan.actions) > 0 {
-			return recordActions(h, st, plan.actions, in.ResponseFile)
-		}
-		return 0
-	case res.ExitCode > 0 && res.ExitCode < 256:
-		return res.ExitCode
+	if res.ExitCode == 0 && len(plan.actions) > 0 {
+		return recordActions(st, plan.actions, in.ResponseFile)
 	}
-	return 1
+	return stepResult(res.ExitCode)
 }
 
 // fileCommand is one file-command file: its container path and the
