@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tether-ci/tether/integration/actions/hookapi"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 )
 
 // ActionsDir is the runner's _work/_actions in the job container: the
@@ -115,15 +116,15 @@ func deliverActions(plan *stepPlan, w *strings.Builder, args *hookapi.ScriptStep
 		if err != nil {
 			return err
 		}
-		fail := shellQuote("cannot put the action " + dir + " in place in the job container")
-		fmt.Fprintf(w, "rm -rf %[1]s && mkdir -p %[1]s || fail %[2]s\n", shellQuote(dir), fail)
+		fail := shell.Quote("cannot put the action " + dir + " in place in the job container")
+		fmt.Fprintf(w, "rm -rf %[1]s && mkdir -p %[1]s || fail %[2]s\n", shell.Quote(dir), fail)
 		if err := writeTree(&plan.job, w, dir, files, fail); err != nil {
 			return fmt.Errorf("the action %s: %w", dir, err)
 		}
 		plan.actions = append(plan.actions, dir)
 	}
 	if strings.HasPrefix(args.EntryPoint, ExternalsDir+"/") {
-		fmt.Fprintf(w, "[ -x %s ] || fail %s\n", shellQuote(args.EntryPoint), shellQuote(externalsAdvice(args.EntryPoint)))
+		fmt.Fprintf(w, "[ -x %s ] || fail %s\n", shell.Quote(args.EntryPoint), shell.Quote(externalsAdvice(args.EntryPoint)))
 	}
 	return nil
 }

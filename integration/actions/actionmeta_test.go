@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 )
 
 // runMetaScan runs the collect job's script (no file commands, the
@@ -15,7 +16,7 @@ import (
 // dir mapped to files, and returns the parsed metadata listing.
 func runMetaScan(t *testing.T, files, ws string) (map[string][]byte, []string) {
 	t.Helper()
-	script := string(collectScript(nil)) + actionMetaScript() + "meta_scan " + shellQuote(ws) + " 1\n"
+	script := string(collectScript(nil)) + actionMetaScript() + "meta_scan " + shell.Quote(ws) + " 1\n"
 	script = strings.ReplaceAll(script, kube.FilesDir, files)
 	cmd := exec.Command("sh", "-c", script)
 	if bb, err := exec.LookPath("busybox"); err == nil {

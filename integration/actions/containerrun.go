@@ -15,6 +15,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
@@ -63,7 +64,7 @@ func runContainerStep(ctx context.Context, h *Hook, in *hookapi.Input, after *af
 	if err != nil {
 		return fmt.Errorf("run_container_step: %w", err)
 	}
-	stepArgs, err := splitArgs(args.EntryPointArgs)
+	stepArgs, err := shell.SplitArgs(args.EntryPointArgs)
 	if err != nil {
 		return fmt.Errorf("run_container_step: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 )
 
 // testShim is a step's shim as shimOfPod makes it.
@@ -122,7 +123,7 @@ func TestBuildContainerStepErrors(t *testing.T) {
 	if _, err := buildContainerStep(&Container{}, "step-1", "s", testShim, nop); err == nil {
 		t.Fatal("a step without image was accepted")
 	}
-	if _, err := splitArgs([]string{`"open`}); err == nil {
+	if _, err := shell.SplitArgs([]string{`"open`}); err == nil {
 		t.Fatal("an unterminated quote was accepted")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 )
 
 // deliveredFile is a file to write into the job container.
@@ -29,17 +30,17 @@ func deliveryJob(id string, files []deliveredFile, links [][2]string) client.Job
 	job := client.Job{ID: id}
 	var w strings.Builder
 	w.WriteString("#!/bin/sh\n# tether actions: deliver a step's files\n")
-	w.WriteString(failFunc)
+	w.WriteString(shell.FailFunc)
 	for _, f := range files {
 		addDelivery(&job, &w, f.container, f.content, 0o600)
 		if f.shared {
-			fmt.Fprintf(&w, "chmod a+rw %s || fail %s\n", shellQuote(f.container), shellQuote("cannot share "+f.container))
+			fmt.Fprintf(&w, "chmod a+rw %s || fail %s\n", shell.Quote(f.container), shell.Quote("cannot share "+f.container))
 		}
 	}
 	for _, l := range links {
-		link, target := shellQuote(l[0]), shellQuote(l[1])
-		fmt.Fprintf(&w, "if [ -d %s ] && [ ! -L %s ]; then fail %s; fi\n", link, link, shellQuote(l[0]+" is a directory, not a link"))
-		fmt.Fprintf(&w, "mkdir -p %s && ln -sfn %s %s || fail %s\n", target, target, link, shellQuote("cannot link "+l[0]+" to "+l[1]))
+		link, target := shell.Quote(l[0]), shell.Quote(l[1])
+		fmt.Fprintf(&w, "if [ -d %s ] && [ ! -L %s ]; then fail %s; fi\n", link, link, shell.Quote(l[0]+" is a directory, not a link"))
+		fmt.Fprintf(&w, "mkdir -p %s && ln -sfn %s %s || fail %s\n", target, target, link, shell.Quote("cannot link "+l[0]+" to "+l[1]))
 	}
 	script := kube.FilesDir + "/deliver.sh"
 	job.Files = append(job.Files, client.File{Path: script, Content: []byte(w.String()), Mode: 0o700})
@@ -47,17 +48,13 @@ func deliveryJob(id string, files []deliveredFile, links [][2]string) client.Job
 	return job
 }
 
-// failFunc defines fail MESSAGE for the wrapper scripts: the message on
-// stderr, then exit 1.
-const failFunc = "fail() { printf 'tether actions: %s\\n' \"$1\" >&2; exit 1; }\n"
-
 // addDelivery adds content to job as a file delivered into the shim's
 // files dir, and to the wrapper script w a line that copies it to its
 // container path (making the directory) or fails saying so.
 func addDelivery(job *client.Job, w *strings.Builder, container string, content []byte, mode os.FileMode) {
 	src := stageFile(job, content, mode)
-	fmt.Fprintf(w, "mkdir -p %s && cp %s %s || fail %s\n", shellQuote(path.Dir(container)), src, shellQuote(container),
-		shellQuote("cannot write "+container+" in the job container"))
+	fmt.Fprintf(w, "mkdir -p %s && cp %s %s || fail %s\n", shell.Quote(path.Dir(container)), src, shell.Quote(container),
+		shell.Quote("cannot write "+container+" in the job container"))
 }
 
 // stageFile adds content to job as a file delivered into the shim's files

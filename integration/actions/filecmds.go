@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 )
 
 // collectLoop prints each file-command file (its quoted paths fill in
@@ -38,7 +39,7 @@ printf 'END\n'
 func collectScript(paths []string) []byte {
 	quoted := make([]string, len(paths))
 	for i, p := range paths {
-		quoted[i] = shellQuote(p)
+		quoted[i] = shell.Quote(p)
 	}
 	return []byte("#!/bin/sh\n" + fmt.Sprintf(collectLoop, strings.Join(quoted, " ")))
 }
@@ -61,7 +62,7 @@ func collectFileCommands(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod
 		Files:   []client.File{{Path: script, Content: collectScript(paths)}},
 	}
 	if meta != nil {
-		job.Files[0].Content = append(job.Files[0].Content, actionMetaScript()+"meta_scan "+shellQuote(meta.container)+" 1\n"...)
+		job.Files[0].Content = append(job.Files[0].Content, actionMetaScript()+"meta_scan "+shell.Quote(meta.container)+" 1\n"...)
 	}
 	var out lockedBuffer
 	res, err := kube.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger(), From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})

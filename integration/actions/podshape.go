@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/internal/dockeropts"
 )
 
 // podShape is what prepare_job makes of the job pod beyond jobSpec: the
@@ -18,7 +19,7 @@ import (
 type podShape struct {
 	// options are the job container's (index 0) and the services'
 	// (index i+1) parsed createOptions.
-	options []*createOptions
+	options []*dockeropts.Options
 	// volumes are the user volumes; mounts their mounts by container,
 	// indexed as options.
 	volumes []corev1.Volume
@@ -36,7 +37,7 @@ func planShape(args *PrepareJobArgs, templatePath string, warn func(string, ...a
 	}
 	p := &podShape{}
 	for i, c := range ctrs {
-		o, err := parseCreateOptions(c.CreateOptions)
+		o, err := dockeropts.Parse(c.CreateOptions)
 		if err != nil {
 			return nil, fmt.Errorf("%s: its options (%q): %w", containerWhat(i, c), c.CreateOptions, err)
 		}
@@ -94,7 +95,7 @@ func (p *podShape) shapeSpec(spec *kube.Spec) error {
 			ks.Env = map[string]string{}
 		}
 		maps.Copy(ks.Env, o.Env)
-		ks.StartupProbe = o.probe()
+		ks.StartupProbe = o.Probe()
 	}
 	return nil
 }
@@ -115,13 +116,13 @@ func (p *podShape) shapePod(pod *corev1.Pod, names []string, warn func(string, .
 	if len(services) != len(p.options)-1 {
 		return fmt.Errorf("the built pod has %d service containers, want %d", len(services), len(p.options)-1)
 	}
-	p.options[0].applyContainer(&pod.Spec.Containers[0])
+	p.options[0].ApplyContainer(&pod.Spec.Containers[0])
 	if p.options[0].Hostname != "" {
 		pod.Spec.Hostname = p.options[0].Hostname
 	}
 	byName := map[string]string{}
 	for i, c := range services {
-		p.options[i+1].applyContainer(c)
+		p.options[i+1].ApplyContainer(c)
 		c.VolumeMounts = append(c.VolumeMounts, p.mounts[i+1]...)
 		if i < len(names) && names[i] != "" {
 			if _, dup := byName[names[i]]; !dup {

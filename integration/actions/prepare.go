@@ -17,6 +17,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 )
 
 // PrepareJob is prepare_job: it creates the job's pod (the job container
@@ -189,7 +190,7 @@ func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kub
 		if svc.EntryPoint != "" {
 			ks.Command = []string{svc.EntryPoint}
 		}
-		a, err := splitArgs(svc.EntryPointArgs)
+		a, err := shell.SplitArgs(svc.EntryPointArgs)
 		if err != nil {
 			return spec, fmt.Errorf("service %d (%s): %w", i, svc.Image, err)
 		}
@@ -250,7 +251,7 @@ if [ -f /etc/alpine-release ]; then echo isAlpine=true; else echo isAlpine=false
 func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir string) (bool, error) {
 	dirs := ""
 	if workdir != "" {
-		dirs = shellQuote(workdir)
+		dirs = shell.Quote(workdir)
 	}
 	var out lockedBuffer
 	script := kube.FilesDir + "/prepare.sh"

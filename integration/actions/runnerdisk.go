@@ -15,6 +15,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 )
 
 // ToolDir is the runner's tool cache (_work/_tool, RUNNER_TOOL_CACHE) in
@@ -128,7 +129,7 @@ func quantity(n int64) string {
 // (parents come before their contents, so a batch finds the directories an
 // earlier one made); the last one sets the directories' modes.
 func (d *runnerDir) copyJobs(maxBytes int64, maxEntries int) ([]client.Job, error) {
-	fail := shellQuote("cannot copy the runner's " + d.what + " to " + d.container + " in the job container")
+	fail := shell.Quote("cannot copy the runner's " + d.what + " to " + d.container + " in the job container")
 	var jobs []client.Job
 	for start := 0; start < len(d.entries); {
 		end, bytes := start, int64(0)
@@ -139,8 +140,8 @@ func (d *runnerDir) copyJobs(maxBytes int64, maxEntries int) ([]client.Job, erro
 		job := client.Job{ID: client.NewJobID("copy")}
 		var w strings.Builder
 		w.WriteString("#!/bin/sh\n# tether actions: copy the runner's " + d.what + "\n")
-		w.WriteString(failFunc)
-		fmt.Fprintf(&w, "mkdir -p %s || fail %s\n", shellQuote(d.container), fail)
+		w.WriteString(shell.FailFunc)
+		fmt.Fprintf(&w, "mkdir -p %s || fail %s\n", shell.Quote(d.container), fail)
 		if err := writeTree(&job, &w, d.container, d.entries[start:end], fail); err != nil {
 			return nil, fmt.Errorf("the runner's %s: %w", d.what, err)
 		}
@@ -148,7 +149,7 @@ func (d *runnerDir) copyJobs(maxBytes int64, maxEntries int) ([]client.Job, erro
 			writeDirModes(&w, d.container, d.entries, fail)
 			if d.workspace {
 				w.WriteString(actionMetaScript())
-				fmt.Fprintf(&w, "meta_scan %s 0 || fail %s\n", shellQuote(d.container), shellQuote("cannot list the workspace's action metadata files"))
+				fmt.Fprintf(&w, "meta_scan %s 0 || fail %s\n", shell.Quote(d.container), shell.Quote("cannot list the workspace's action metadata files"))
 			}
 		}
 		script := kube.FilesDir + "/copy.sh"

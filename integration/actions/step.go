@@ -12,6 +12,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
@@ -107,7 +108,7 @@ func planStep(args *hookapi.ScriptStepArgs, runnerTemp string, delivered []strin
 	if err := checkWorkingDirectory(args.WorkingDirectory); err != nil {
 		return nil, err
 	}
-	argv, err := splitArgs(args.EntryPointArgs)
+	argv, err := shell.SplitArgs(args.EntryPointArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +116,7 @@ func planStep(args *hookapi.ScriptStepArgs, runnerTemp string, delivered []strin
 	plan := &stepPlan{job: client.Job{ID: id}}
 	var w strings.Builder
 	w.WriteString("#!/bin/sh\n# tether actions: one run_script_step\n")
-	w.WriteString(failFunc)
+	w.WriteString(shell.FailFunc)
 	deliver := func(container string, content []byte) {
 		addDelivery(&plan.job, &w, container, content, 0o700)
 	}
@@ -162,8 +163,8 @@ func planStep(args *hookapi.ScriptStepArgs, runnerTemp string, delivered []strin
 		return nil, err
 	}
 	if args.WorkingDirectory != "" {
-		fmt.Fprintf(&w, "cd %s || fail %s\n", shellQuote(args.WorkingDirectory),
-			shellQuote("cannot change to the working directory "+args.WorkingDirectory))
+		fmt.Fprintf(&w, "cd %s || fail %s\n", shell.Quote(args.WorkingDirectory),
+			shell.Quote("cannot change to the working directory "+args.WorkingDirectory))
 	}
 	names := make([]string, 0, len(args.EnvironmentVariables))
 	for k := range args.EnvironmentVariables {
@@ -172,26 +173,26 @@ func planStep(args *hookapi.ScriptStepArgs, runnerTemp string, delivered []strin
 	slices.Sort(names)
 	var viaEnv []string // names a shell cannot export (INPUT_FETCH-DEPTH): set by env(1)
 	for _, k := range names {
-		if !envName.MatchString(k) {
-			if !envOnlyName.MatchString(k) {
+		if !shell.CanExport(k) {
+			if !shell.CanSetWithEnv(k) {
 				warn("the step's variable %q is not a valid variable name: it is not set", k)
 			} else {
-				viaEnv = append(viaEnv, shellQuote(k+"="+args.EnvironmentVariables[k]))
+				viaEnv = append(viaEnv, shell.Quote(k+"="+args.EnvironmentVariables[k]))
 			}
 			continue
 		}
-		fmt.Fprintf(&w, "export %s=%s\n", k, shellQuote(args.EnvironmentVariables[k]))
+		fmt.Fprintf(&w, "export %s=%s\n", k, shell.Quote(args.EnvironmentVariables[k]))
 	}
 	if len(args.PrependPath) > 0 {
-		fmt.Fprintf(&w, "export PATH=%s:\"$PATH\"\n", shellQuote(strings.Join(args.PrependPath, ":")))
+		fmt.Fprintf(&w, "export PATH=%s:\"$PATH\"\n", shell.Quote(strings.Join(args.PrependPath, ":")))
 	}
 	w.WriteString("exec ")
 	if len(viaEnv) > 0 {
 		w.WriteString("env " + strings.Join(viaEnv, " ") + " ")
 	}
-	w.WriteString(shellQuote(args.EntryPoint))
+	w.WriteString(shell.Quote(args.EntryPoint))
 	for _, a := range argv {
-		w.WriteString(" " + shellQuote(a))
+		w.WriteString(" " + shell.Quote(a))
 	}
 	w.WriteString("\n")
 	wrapper := kube.FilesDir + "/step.sh"

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 )
 
 // treeEntry is one entry of a runner-host directory tree delivered into
@@ -108,12 +109,12 @@ func containedLink(root, rel, target string) (string, error) {
 // symlinks made. Any failure runs fail (a quoted message).
 func writeTree(job *client.Job, w *strings.Builder, dst string, entries []treeEntry, fail string) error {
 	for _, e := range entries {
-		to := shellQuote(dst + "/" + e.rel)
+		to := shell.Quote(dst + "/" + e.rel)
 		switch {
 		case e.dir:
 			fmt.Fprintf(w, "mkdir -p %s || fail %s\n", to, fail)
 		case e.link != "":
-			fmt.Fprintf(w, "ln -sfn %s %s || fail %s\n", shellQuote(e.link), to, fail)
+			fmt.Fprintf(w, "ln -sfn %s %s || fail %s\n", shell.Quote(e.link), to, fail)
 		default:
 			b, err := os.ReadFile(e.host)
 			if err != nil {
@@ -139,7 +140,7 @@ func writeTree(job *client.Job, w *strings.Builder, dst string, entries []treeEn
 func writeDirModes(w *strings.Builder, dst string, entries []treeEntry, fail string) {
 	for _, e := range slices.Backward(entries) {
 		if e.dir && e.mode != 0o755 {
-			fmt.Fprintf(w, "chmod %o %s || fail %s\n", e.mode, shellQuote(dst+"/"+e.rel), fail)
+			fmt.Fprintf(w, "chmod %o %s || fail %s\n", e.mode, shell.Quote(dst+"/"+e.rel), fail)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package actions
+package dockeropts
 
 import (
 	"slices"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseCreateOptionsMapsDockerFlags(t *testing.T) {
-	o, err := parseCreateOptions(`--cpus 1.5 -m 512m --user 1000:1001 -e A=1 --env "B=two words" -w /src --entrypoint /bin/sh ` +
+	o, err := Parse(`--cpus 1.5 -m 512m --user 1000:1001 -e A=1 --env "B=two words" -w /src --entrypoint /bin/sh ` +
 		`--privileged --cap-add sys_admin --cap-drop=CAP_NET_RAW --hostname builder --health-cmd "pg_isready -U postgres" ` +
 		`--health-interval 2s --health-timeout=3s --health-retries 4 --health-start-period 10s`)
 	if err != nil {
@@ -29,7 +29,7 @@ func TestParseCreateOptionsMapsDockerFlags(t *testing.T) {
 	if o.HealthCmd != "pg_isready -U postgres" || o.HealthInterval != 2*time.Second || o.HealthTimeout != 3*time.Second || o.HealthRetries != 4 || o.HealthPeriod != 10*time.Second {
 		t.Errorf("health %+v", o)
 	}
-	p := o.probe()
+	p := o.Probe()
 	if !slices.Equal(p.Exec.Command, []string{"/bin/sh", "-c", "pg_isready -U postgres"}) || p.PeriodSeconds != 2 || p.TimeoutSeconds != 3 || p.FailureThreshold != 4+5 {
 		t.Errorf("probe %+v: want every 2s, timeout 3s, 4 retries plus 10s/2s of start period", p)
 	}
@@ -39,31 +39,31 @@ func TestParseCreateOptionsMapsDockerFlags(t *testing.T) {
 }
 
 func TestParseCreateOptionsShortForms(t *testing.T) {
-	o, err := parseCreateOptions(`-m1g -eX=y -u 0`)
+	o, err := Parse(`-m1g -eX=y -u 0`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Memory.Value() != 1<<30 || o.Env["X"] != "y" || *o.User != 0 {
 		t.Errorf("options %+v", o)
 	}
-	if o, err := parseCreateOptions(""); err != nil || o.probe() != nil || len(o.Ignored) != 0 {
+	if o, err := Parse(""); err != nil || o.Probe() != nil || len(o.Ignored) != 0 {
 		t.Errorf("empty options: %+v, %v", o, err)
 	}
 }
 
 func TestParseCreateOptionsDockerHealthDefaults(t *testing.T) {
-	o, err := parseCreateOptions(`--health-cmd=true`)
+	o, err := Parse(`--health-cmd=true`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := o.probe()
+	p := o.Probe()
 	if p.PeriodSeconds != 30 || p.TimeoutSeconds != 30 || p.FailureThreshold != 3 {
 		t.Errorf("probe %+v: want docker's defaults (30s, 30s, 3 retries)", p)
 	}
 }
 
 func TestParseCreateOptionsIgnoresTheRest(t *testing.T) {
-	o, err := parseCreateOptions(`--shm-size 2g --init --network-alias=db --tmpfs /run -t --cpus 2`)
+	o, err := Parse(`--shm-size 2g --init --network-alias=db --tmpfs /run -t --cpus 2`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestParseCreateOptionsErrors(t *testing.T) {
 		{`--privileged=maybe`, "true or false"},
 		{`postgres:16`, "not a flag"},
 	} {
-		_, err := parseCreateOptions(tc.opts)
+		_, err := Parse(tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.opts, err, tc.want)
 		}

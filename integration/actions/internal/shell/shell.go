@@ -1,4 +1,8 @@
-package actions
+// Package shell is what the hook's generated scripts need of a POSIX
+// shell: quoting a word, splitting the runner's arguments as sh would,
+// which variable names a shell can export, and the fail function every
+// script starts with. Pure: no I/O.
+package shell
 
 import (
 	"errors"
@@ -6,9 +10,21 @@ import (
 	"strings"
 )
 
-// shellQuote quotes s for a POSIX shell as one word.
-func shellQuote(s string) string {
+// Quote quotes s for a POSIX shell as one word.
+func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// CanExport says whether name is a variable name a POSIX shell can
+// export.
+func CanExport(name string) bool {
+	return envName.MatchString(name)
+}
+
+// CanSetWithEnv says whether env(1) can set name in a program's
+// environment although a shell cannot export it (see envOnlyName).
+func CanSetWithEnv(name string) bool {
+	return envOnlyName.MatchString(name)
 }
 
 // envName matches the variable names a POSIX shell can export.
@@ -20,12 +36,16 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // which env would take for an option.
 var envOnlyName = regexp.MustCompile(`^[A-Za-z_.][A-Za-z0-9_.-]*$`)
 
-// splitArgs re-joins the runner's entryPointArgs and splits them the way
+// FailFunc defines fail MESSAGE for the hook's scripts: the message on
+// stderr, then exit 1.
+const FailFunc = "fail() { printf 'tether actions: %s\\n' \"$1\" >&2; exit 1; }\n"
+
+// SplitArgs re-joins the runner's entryPointArgs and splits them the way
 // a POSIX shell splits words: the runner split its argument string on
 // single spaces, so quotes arrive as literal characters inside the pieces
 // (actions/runner HookInput.cs). Quotes group, backslashes escape; no
 // expansion happens.
-func splitArgs(pieces []string) ([]string, error) {
+func SplitArgs(pieces []string) ([]string, error) {
 	s := strings.Join(pieces, " ")
 	var (
 		args  []string

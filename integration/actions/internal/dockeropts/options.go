@@ -1,4 +1,9 @@
-package actions
+// Package dockeropts maps the docker create flags of a workflow
+// container's options: (the runner's createOptions) onto a Kubernetes
+// container: limits, user, privileges, capabilities, working directory,
+// variables, entrypoint, host name and a health check as a probe. Flags
+// without a Kubernetes meaning are listed, not refused. Pure: no I/O.
+package dockeropts
 
 import (
 	"fmt"
@@ -9,6 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tether-ci/tether/integration/actions/internal/shell"
 )
 
 // Docker health check defaults (docker run --health-*), used where the
@@ -19,9 +26,9 @@ const (
 	dockerHealthRetries  = 3
 )
 
-// createOptions are the docker-create flags of a container's
+// Options are the docker-create flags of a container's
 // createOptions (the workflow's options:) that have a Kubernetes meaning.
-type createOptions struct {
+type Options struct {
 	// CPU and Memory are --cpus and --memory: the container's limits.
 	CPU, Memory *resource.Quantity
 	// User and Group are --user uid[:gid].
@@ -60,16 +67,16 @@ var dockerBoolFlags = map[string]bool{
 // names.
 var shortFlags = map[string]string{"-m": "--memory", "-u": "--user", "-e": "--env", "-w": "--workdir", "-h": "--hostname"}
 
-// parseCreateOptions splits opts as a shell would (quotes group,
+// Parse splits opts as a shell would (quotes group,
 // backslashes escape, nothing expands) and maps the docker-create flags
 // Tether understands. A malformed string (unbalanced quotes, a flag
 // without its value, a bad size, number or duration) is an error.
-func parseCreateOptions(opts string) (*createOptions, error) {
-	words, err := splitArgs([]string{opts})
+func Parse(opts string) (*Options, error) {
+	words, err := shell.SplitArgs([]string{opts})
 	if err != nil {
 		return nil, err
 	}
-	o := &createOptions{Env: map[string]string{}}
+	o := &Options{Env: map[string]string{}}
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		if !strings.HasPrefix(w, "-") || w == "-" || w == "--" {
@@ -127,7 +134,7 @@ func parseCreateOptions(opts string) (*createOptions, error) {
 	return o, nil
 }
 
-// knownFlag says whether name is a valued flag parseCreateOptions maps.
+// knownFlag says whether name is a valued flag Parse maps.
 func knownFlag(name string) bool {
 	switch name {
 	case "--cpus", "--memory", "--user", "--env", "--workdir", "--entrypoint", "--cap-add", "--cap-drop", "--hostname",
@@ -138,7 +145,7 @@ func knownFlag(name string) bool {
 }
 
 // set applies one valued flag.
-func (o *createOptions) set(name, value string) error {
+func (o *Options) set(name, value string) error {
 	var err error
 	switch name {
 	case "--cpus":
@@ -173,7 +180,7 @@ func (o *createOptions) set(name, value string) error {
 		if !ok {
 			return fmt.Errorf("want KEY=VALUE: the runner's own environment is not passed into the pod")
 		}
-		if !envName.MatchString(k) {
+		if !shell.CanExport(k) {
 			return fmt.Errorf("%q is not a variable name", k)
 		}
 		o.Env[k] = v
@@ -246,11 +253,11 @@ func dockerBytes(v string) (int64, error) {
 	return int64(f * float64(mult)), nil
 }
 
-// probe is the health check as a Kubernetes probe (nil without
+// Probe is the health check as a Kubernetes probe (nil without
 // --health-cmd): the command runs under /bin/sh -c, as docker's
 // CMD-SHELL does, every interval; it may fail for the start period and
 // then retries times more.
-func (o *createOptions) probe() *corev1.Probe {
+func (o *Options) Probe() *corev1.Probe {
 	if o.HealthCmd == "" {
 		return nil
 	}
@@ -277,10 +284,10 @@ func cmpDuration(d, def time.Duration) time.Duration {
 	return def
 }
 
-// applyContainer puts the container-level options onto c: limits (a
+// ApplyContainer puts the container-level options onto c: limits (a
 // request above one is lowered to it, a missing one is zero), user,
 // privileged, capabilities and working directory.
-func (o *createOptions) applyContainer(c *corev1.Container) {
+func (o *Options) ApplyContainer(c *corev1.Container) {
 	if o.CPU != nil || o.Memory != nil {
 		if c.Resources.Limits == nil {
 			c.Resources.Limits = corev1.ResourceList{}

@@ -1,4 +1,4 @@
-package actions
+package shell
 
 import (
 	"os/exec"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// splitArgs undoes the runner's split on single spaces the way sh would
+// SplitArgs undoes the runner's split on single spaces the way sh would
 // split the re-joined string (checked against a real sh).
 func TestSplitArgs(t *testing.T) {
 	for _, tc := range []struct {
@@ -21,7 +21,7 @@ func TestSplitArgs(t *testing.T) {
 		{[]string{`""`}, []string{""}},
 		{nil, nil},
 	} {
-		got, err := splitArgs(tc.pieces)
+		got, err := SplitArgs(tc.pieces)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.pieces, err)
 		}
@@ -46,7 +46,7 @@ func TestSplitArgs(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]string{{`"open`}, {`'open`}} {
-		if _, err := splitArgs(bad); err == nil {
+		if _, err := SplitArgs(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -55,7 +55,7 @@ func TestSplitArgs(t *testing.T) {
 // shellQuote's output is read back by sh as the same bytes.
 func TestShellQuote(t *testing.T) {
 	for _, s := range []string{"", "plain", "it's", `a "b" $c \d`, "line\nbreak", "'''"} {
-		out, err := exec.Command("sh", "-c", "printf '%s' "+shellQuote(s)).Output()
+		out, err := exec.Command("sh", "-c", "printf '%s' "+Quote(s)).Output()
 		if err != nil || string(out) != s {
 			t.Errorf("%q: sh printed %q (%v)", s, out, err)
 		}
