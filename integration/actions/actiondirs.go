@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
+	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 )
 
 // ActionsDir is the runner's _work/_actions in the job container: the
@@ -64,11 +65,11 @@ func hostActionsDir(runnerTemp string) string {
 // readActionDir lists the runner's copy of the action directory dir
 // (under actionsHost): its directories, regular files with their modes
 // and symlinks, at most MaxActionSize bytes of content.
-func readActionDir(actionsHost, dir string) ([]treeEntry, error) {
+func readActionDir(actionsHost, dir string) ([]transfer.Entry, error) {
 	root := filepath.Join(actionsHost, filepath.FromSlash(strings.TrimPrefix(dir, ActionsDir+"/")))
-	entries, _, err := walkTree(root, MaxActionSize, false)
+	entries, _, err := transfer.Walk(root, MaxActionSize, false)
 	switch {
-	case errors.Is(err, errTreeTooBig):
+	case errors.Is(err, transfer.ErrTooBig):
 		return nil, fmt.Errorf("the action %s holds more than %d MiB: tether actions delivers at most that much per action", dir, MaxActionSize>>20)
 	case errors.Is(err, fs.ErrNotExist) && len(entries) == 0:
 		return nil, fmt.Errorf("the action %s is not on the runner at %s: the runner downloads actions there before the job starts", dir, root)
@@ -97,12 +98,12 @@ func stepActions(actionsHost, entryPoint string, argv []string, env map[string]s
 }
 
 // deliverActions adds to plan the files of every action directory the step
-// needs (stepActions) that is not in delivered, and to the wrapper w the
-// commands that put them in place (writeTree): the directory is made
+// needs (stepActions) that is not in delivered, and to its script the
+// commands that put them in place (Script.Tree): the directory is made
 // afresh (so a repeated delivery, after a step whose response the runner
 // did not read, is harmless). A step whose entry point is one of
 // the runner's externals (ExternalsDir) checks that it is there.
-func deliverActions(plan *stepPlan, w *strings.Builder, args *hookapi.ScriptStepArgs, argv []string, runnerTemp string, delivered []string) error {
+func deliverActions(plan *stepPlan, s *transfer.Script, args *hookapi.ScriptStepArgs, argv []string, runnerTemp string, delivered []string) error {
 	host := hostActionsDir(runnerTemp)
 	dirs, err := stepActions(host, args.EntryPoint, argv, args.EnvironmentVariables)
 	if err != nil {
@@ -117,14 +118,14 @@ func deliverActions(plan *stepPlan, w *strings.Builder, args *hookapi.ScriptStep
 			return err
 		}
 		fail := shell.Quote("cannot put the action " + dir + " in place in the job container")
-		fmt.Fprintf(w, "rm -rf %[1]s && mkdir -p %[1]s || fail %[2]s\n", shell.Quote(dir), fail)
-		if err := writeTree(&plan.job, w, dir, files, fail); err != nil {
+		s.Printf("rm -rf %[1]s && mkdir -p %[1]s || fail %[2]s\n", shell.Quote(dir), fail)
+		if err := s.Tree(dir, files, fail); err != nil {
 			return fmt.Errorf("the action %s: %w", dir, err)
 		}
 		plan.actions = append(plan.actions, dir)
 	}
 	if strings.HasPrefix(args.EntryPoint, ExternalsDir+"/") {
-		fmt.Fprintf(w, "[ -x %s ] || fail %s\n", shell.Quote(args.EntryPoint), shell.Quote(externalsAdvice(args.EntryPoint)))
+		s.Printf("[ -x %s ] || fail %s\n", shell.Quote(args.EntryPoint), shell.Quote(externalsAdvice(args.EntryPoint)))
 	}
 	return nil
 }

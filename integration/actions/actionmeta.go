@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
+	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 )
 
 // Local actions (`uses: ./path`): the runner reads a local action's
@@ -41,7 +42,7 @@ const (
 // it lists the workspace's action.yml and action.yaml files (not under
 // .git) with their sizes and sha256 (cksum where the image has no
 // sha256sum) into actionMetaList and, when EMIT is 1, prints those not in
-// the previous listing in collectLoop's format (an "S <size> <path>" line for
+// the previous listing in transfer.ParseListing's format (an "S <size> <path>" line for
 // one left out by the bounds), then END.
 const actionMetaFunc = `meta_scan() {
   old=` + actionMetaList + `; new=$old.new; n=0
@@ -177,7 +178,7 @@ func placeholder(dir, rel string) error {
 // goes wrong is a warning in the step's log, as a missing file then makes
 // the runner's own error.
 func bringBackActionMeta(h *Hook, m *metaScan, listing []byte) {
-	got, skipped, _, err := parseListing(listing)
+	got, skipped, _, err := transfer.ParseListing(listing)
 	if err != nil {
 		h.warn("the workspace's action metadata files (action.yml, action.yaml) could not be copied to the runner, so a local action (uses: ./path) may not be found: %v", err)
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
+	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 )
 
 // runMetaScan runs the collect job's script (no file commands, the
@@ -16,7 +17,7 @@ import (
 // dir mapped to files, and returns the parsed metadata listing.
 func runMetaScan(t *testing.T, files, ws string) (map[string][]byte, []string) {
 	t.Helper()
-	script := string(collectScript(nil)) + actionMetaScript() + "meta_scan " + shell.Quote(ws) + " 1\n"
+	script := string(transfer.ListScript(nil)) + actionMetaScript() + "meta_scan " + shell.Quote(ws) + " 1\n"
 	script = strings.ReplaceAll(script, kube.FilesDir, files)
 	cmd := exec.Command("sh", "-c", script)
 	if bb, err := exec.LookPath("busybox"); err == nil {
@@ -34,11 +35,11 @@ func runMetaScan(t *testing.T, files, ws string) (map[string][]byte, []string) {
 	if err != nil {
 		t.Fatalf("collect script: %v", err)
 	}
-	_, _, rest, err := parseListing(out)
+	_, _, rest, err := transfer.ParseListing(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, skipped, tail, err := parseListing(rest)
+	got, skipped, tail, err := transfer.ParseListing(rest)
 	if err != nil || len(tail) != 0 {
 		t.Fatalf("metadata listing: %v, %q after it", err, tail)
 	}

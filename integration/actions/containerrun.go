@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
+	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
@@ -278,8 +278,8 @@ func sleep(ctx context.Context, d time.Duration) {
 // to copy back after it. The step's variables name the file-command files
 // under StepFileCommandsDir; the job container has them under
 // FileCommandsDir.
-func containerStepFiles(env map[string]string, runnerTemp string, warn func(string, ...any)) ([]deliveredFile, []fileCommand, error) {
-	var files []deliveredFile
+func containerStepFiles(env map[string]string, runnerTemp string, warn func(string, ...any)) ([]transfer.File, []fileCommand, error) {
+	var files []transfer.File
 	var cmds []fileCommand
 	seen := map[string]bool{}
 	for _, v := range fileCommandVars {
@@ -299,7 +299,7 @@ func containerStepFiles(env map[string]string, runnerTemp string, warn func(stri
 		if err != nil {
 			return nil, nil, fmt.Errorf("read the file-command file %s: %w", host, err)
 		}
-		files = append(files, deliveredFile{container: jobPath, content: b, shared: true})
+		files = append(files, transfer.File{Container: jobPath, Content: b, Shared: true})
 		cmds = append(cmds, fileCommand{container: jobPath, host: host})
 	}
 	b, err := readOptional(hostWorkflowEvent(runnerTemp))
@@ -307,7 +307,7 @@ func containerStepFiles(env map[string]string, runnerTemp string, warn func(stri
 		return nil, nil, fmt.Errorf("read the event payload: %w", err)
 	}
 	if b != nil {
-		files = append(files, deliveredFile{container: WorkflowDir + "/event.json", content: b})
+		files = append(files, transfer.File{Container: WorkflowDir + "/event.json", Content: b})
 	}
 	return files, cmds, nil
 }
@@ -319,26 +319,4 @@ func cutDir(p, dir string) (string, bool) {
 		return "", false
 	}
 	return rel, true
-}
-
-// deliverFiles writes files and makes links in the job container
-// through its shim and returns the shim's stream offset after it (where the next job's output
-// starts).
-func deliverFiles(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, files []deliveredFile, links [][2]string) (int64, error) {
-	log := h.logger()
-	from, err := client.StreamEnd(ctx, c.transport(h, pod), 0, client.Options{Logger: log})
-	if err != nil {
-		return 0, fmt.Errorf("cannot reach the job container: %w", err)
-	}
-	job := deliveryJob("deliver-"+strconv.FormatInt(time.Now().UnixNano(), 36), files, links)
-	var out lockedBuffer
-	res, err := kube.Run(ctx, c.transport(h, pod), job,
-		client.Options{Output: &out, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
-	if err != nil {
-		return 0, err
-	}
-	if res.ExitCode != 0 {
-		return 0, fmt.Errorf("the copy in the job container failed with exit code %d: %s", res.ExitCode, firstLine(out.Bytes()))
-	}
-	return res.Offset, nil
 }

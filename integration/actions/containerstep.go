@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 )
 
 // Paths of a container step, as the runner translates them for a
@@ -123,11 +124,11 @@ func buildContainerStep(args *Container, name, secretName string, shim stepShim,
 // stepLinks are the symbolic links in the pod's /github volume that give
 // a container step the runner's paths (ContainerActionHandler.cs): link →
 // target in the work volume. wsSub is the workspace inside it.
-func stepLinks(wsSub string) [][2]string {
-	return [][2]string{
-		{StepWorkspace, WorkDir + "/" + wsSub},
-		{StepFileCommandsDir, FileCommandsDir},
-		{StepRunnerTemp, TempDir},
+func stepLinks(wsSub string) []transfer.Link {
+	return []transfer.Link{
+		{Link: StepWorkspace, Target: WorkDir + "/" + wsSub},
+		{Link: StepFileCommandsDir, Target: FileCommandsDir},
+		{Link: StepRunnerTemp, Target: TempDir},
 	}
 }
 

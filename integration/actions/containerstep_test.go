@@ -15,6 +15,7 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
+	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 )
 
 // testShim is a step's shim as shimOfPod makes it.
@@ -87,7 +88,7 @@ func TestBuildContainerStep(t *testing.T) {
 	}
 	links := map[string]string{}
 	for _, l := range stepLinks("repo/repo") {
-		links[l[0]] = l[1]
+		links[l.Link] = l.Target
 	}
 	wantLinks := map[string]string{
 		StepWorkspace:       "/__w/repo/repo",
@@ -186,7 +187,7 @@ func TestContainerStepFiles(t *testing.T) {
 	}
 	var paths []string
 	for _, f := range files {
-		paths = append(paths, f.container)
+		paths = append(paths, f.Container)
 	}
 	slices.Sort(paths)
 	want := []string{FileCommandsDir + "/set_env_1", FileCommandsDir + "/set_output_1", WorkflowDir + "/event.json"}
@@ -201,7 +202,7 @@ func TestContainerStepFiles(t *testing.T) {
 			t.Fatalf("copied back to %s", c.host)
 		}
 	}
-	job := deliveryJob("d", files, stepLinks("r/r"))
+	job := transfer.DeliveryJob("d", files, stepLinks("r/r"))
 	script := string(job.Files[len(job.Files)-1].Content)
 	if !strings.Contains(script, "ln -sfn '/__w/r/r' '"+StepWorkspace+"'") {
 		t.Fatalf("the delivery script does not link the workspace:\n%s", script)

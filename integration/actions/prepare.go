@@ -18,6 +18,7 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
+	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 )
 
 // PrepareJob is prepare_job: it creates the job's pod (the job container
@@ -254,12 +255,7 @@ func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir s
 		dirs = shell.Quote(workdir)
 	}
 	var out lockedBuffer
-	script := kube.FilesDir + "/prepare.sh"
-	job := client.Job{
-		ID:      client.NewJobID("prepare"),
-		Scripts: []string{script},
-		Files:   []client.File{{Path: script, Content: fmt.Appendf(nil, probeScript, dirs)}},
-	}
+	job := transfer.ScriptJob(client.NewJobID("prepare"), "prepare.sh", fmt.Appendf(nil, probeScript, dirs))
 	res, err := kube.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger()})
 	if err != nil {
 		return false, fmt.Errorf("cannot run the preparing script in the job container: %w", err)

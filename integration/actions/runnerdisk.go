@@ -16,6 +16,7 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
+	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 )
 
 // ToolDir is the runner's tool cache (_work/_tool, RUNNER_TOOL_CACHE) in
@@ -36,7 +37,7 @@ type runnerDir struct {
 	what      string // what it is, for messages: "workspace", ...
 	host      string // its runner-host path
 	container string // its path in the job container
-	entries   []treeEntry
+	entries   []transfer.Entry
 	size      int64
 	// workspace makes the last job record the workspace's action
 	// metadata files (actionMetaFunc): the runner has them already.
@@ -99,14 +100,14 @@ func planRunnerDisk(ctr *Container, limit int64) (*runnerDisk, error) {
 		if real, err := filepath.EvalSymlinks(host); err == nil {
 			host = real
 		}
-		entries, size, err := walkTree(host, limit-total, true)
+		entries, size, err := transfer.Walk(host, limit-total, true)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && len(entries) == 0:
 			continue
-		case errors.Is(err, errTreeTooBig) && total == 0:
+		case errors.Is(err, transfer.ErrTooBig) && total == 0:
 			return nil, fmt.Errorf("the runner's %s %s holds more than %s=%s, the most prepare_job copies from the runner's disk into the job's pod: raise %s or keep the directory smaller",
 				t.what, host, EnvCopyLimit, quantity(limit), EnvCopyLimit)
-		case errors.Is(err, errTreeTooBig):
+		case errors.Is(err, transfer.ErrTooBig):
 			return nil, fmt.Errorf("the runner's %s %s holds more than the %s that %s=%s leaves after the %s copied before it (the workspace, _tool and _github_home count together): raise %s or keep the directory smaller",
 				t.what, host, quantity(limit-total), EnvCopyLimit, quantity(limit), quantity(total), EnvCopyLimit)
 		case err != nil:
@@ -133,29 +134,23 @@ func (d *runnerDir) copyJobs(maxBytes int64, maxEntries int) ([]client.Job, erro
 	var jobs []client.Job
 	for start := 0; start < len(d.entries); {
 		end, bytes := start, int64(0)
-		for end < len(d.entries) && end-start < maxEntries && (end == start || bytes+d.entries[end].size <= maxBytes) {
-			bytes += d.entries[end].size
+		for end < len(d.entries) && end-start < maxEntries && (end == start || bytes+d.entries[end].Size <= maxBytes) {
+			bytes += d.entries[end].Size
 			end++
 		}
-		job := client.Job{ID: client.NewJobID("copy")}
-		var w strings.Builder
-		w.WriteString("#!/bin/sh\n# tether actions: copy the runner's " + d.what + "\n")
-		w.WriteString(shell.FailFunc)
-		fmt.Fprintf(&w, "mkdir -p %s || fail %s\n", shell.Quote(d.container), fail)
-		if err := writeTree(&job, &w, d.container, d.entries[start:end], fail); err != nil {
+		s := transfer.NewScript(client.NewJobID("copy"), "copy the runner's "+d.what)
+		s.Printf("mkdir -p %s || fail %s\n", shell.Quote(d.container), fail)
+		if err := s.Tree(d.container, d.entries[start:end], fail); err != nil {
 			return nil, fmt.Errorf("the runner's %s: %w", d.what, err)
 		}
 		if end == len(d.entries) {
-			writeDirModes(&w, d.container, d.entries, fail)
+			s.DirModes(d.container, d.entries, fail)
 			if d.workspace {
-				w.WriteString(actionMetaScript())
-				fmt.Fprintf(&w, "meta_scan %s 0 || fail %s\n", shell.Quote(d.container), shell.Quote("cannot list the workspace's action metadata files"))
+				s.WriteString(actionMetaScript())
+				s.Printf("meta_scan %s 0 || fail %s\n", shell.Quote(d.container), shell.Quote("cannot list the workspace's action metadata files"))
 			}
 		}
-		script := kube.FilesDir + "/copy.sh"
-		job.Files = append(job.Files, client.File{Path: script, Content: []byte(w.String()), Mode: 0o700})
-		job.Scripts = []string{script}
-		jobs = append(jobs, job)
+		jobs = append(jobs, s.Job("copy.sh"))
 		start = end
 	}
 	return jobs, nil
@@ -191,7 +186,7 @@ func copyRunnerDisk(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, dis
 			}
 		}
 		for _, e := range d.entries {
-			if !e.dir && e.link == "" {
+			if !e.Dir && e.Link == "" {
 				files++
 			}
 		}

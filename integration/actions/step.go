@@ -13,6 +13,7 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
+	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
@@ -112,13 +113,10 @@ func planStep(args *hookapi.ScriptStepArgs, runnerTemp string, delivered []strin
 	if err != nil {
 		return nil, err
 	}
-	id := client.NewJobID("step")
-	plan := &stepPlan{job: client.Job{ID: id}}
-	var w strings.Builder
-	w.WriteString("#!/bin/sh\n# tether actions: one run_script_step\n")
-	w.WriteString(shell.FailFunc)
+	plan := &stepPlan{}
+	w := transfer.NewScript(client.NewJobID("step"), "one run_script_step")
 	deliver := func(container string, content []byte) {
-		addDelivery(&plan.job, &w, container, content, 0o700)
+		w.Deliver(container, content, 0o700)
 	}
 	seen := map[string]bool{}
 	for _, a := range argv {
@@ -159,11 +157,11 @@ func planStep(args *hookapi.ScriptStepArgs, runnerTemp string, delivered []strin
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read the event payload: %w", err)
 	}
-	if err := deliverActions(plan, &w, args, argv, runnerTemp, delivered); err != nil {
+	if err := deliverActions(plan, w, args, argv, runnerTemp, delivered); err != nil {
 		return nil, err
 	}
 	if args.WorkingDirectory != "" {
-		fmt.Fprintf(&w, "cd %s || fail %s\n", shell.Quote(args.WorkingDirectory),
+		w.Printf("cd %s || fail %s\n", shell.Quote(args.WorkingDirectory),
 			shell.Quote("cannot change to the working directory "+args.WorkingDirectory))
 	}
 	names := make([]string, 0, len(args.EnvironmentVariables))
@@ -181,10 +179,10 @@ func planStep(args *hookapi.ScriptStepArgs, runnerTemp string, delivered []strin
 			}
 			continue
 		}
-		fmt.Fprintf(&w, "export %s=%s\n", k, shell.Quote(args.EnvironmentVariables[k]))
+		w.Printf("export %s=%s\n", k, shell.Quote(args.EnvironmentVariables[k]))
 	}
 	if len(args.PrependPath) > 0 {
-		fmt.Fprintf(&w, "export PATH=%s:\"$PATH\"\n", shell.Quote(strings.Join(args.PrependPath, ":")))
+		w.Printf("export PATH=%s:\"$PATH\"\n", shell.Quote(strings.Join(args.PrependPath, ":")))
 	}
 	w.WriteString("exec ")
 	if len(viaEnv) > 0 {
@@ -195,8 +193,6 @@ func planStep(args *hookapi.ScriptStepArgs, runnerTemp string, delivered []strin
 		w.WriteString(" " + shell.Quote(a))
 	}
 	w.WriteString("\n")
-	wrapper := kube.FilesDir + "/step.sh"
-	plan.job.Files = append(plan.job.Files, client.File{Path: wrapper, Content: []byte(w.String()), Mode: 0o700})
-	plan.job.Scripts = []string{wrapper}
+	plan.job = w.Job("step.sh")
 	return plan, nil
 }

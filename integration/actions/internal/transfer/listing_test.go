@@ -1,4 +1,4 @@
-package actions
+package transfer
 
 import (
 	"bytes"
@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-// The collect script, run by a real sh over real files, lists them so
-// that parseCollected gets every byte back: binary content, no final
+// The listing script, run by a real sh over real files, lists them so
+// that ParseListing gets every byte back: binary content, no final
 // newline, an empty file, a path with a space; a missing file is absent.
-func TestCollectScriptRoundTrip(t *testing.T) {
+func TestListScriptRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string][]byte{
 		filepath.Join(dir, "env"):        []byte("A=1\nB<<EOF\nx\nEOF\n"),
@@ -27,11 +27,11 @@ func TestCollectScriptRoundTrip(t *testing.T) {
 		}
 		paths = append(paths, p)
 	}
-	out, err := exec.Command("sh", "-c", string(collectScript(paths))).Output()
+	out, err := exec.Command("sh", "-c", string(ListScript(paths))).Output()
 	if err != nil {
 		t.Fatalf("collect script: %v", err)
 	}
-	got, err := parseCollected(out)
+	got, _, _, err := ParseListing(out)
 	if err != nil {
 		t.Fatalf("%v\n%q", err, out)
 	}
@@ -46,7 +46,7 @@ func TestCollectScriptRoundTrip(t *testing.T) {
 }
 
 // Anything that does not add up is an error, never a partial result.
-func TestParseCollectedRefusesDamage(t *testing.T) {
+func TestParseListingRefusesDamage(t *testing.T) {
 	const sumHi = "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4" // sha256("hi")
 	for name, in := range map[string]string{
 		"no END":        "F 2 - /a\nhi\n",
@@ -57,11 +57,11 @@ func TestParseCollectedRefusesDamage(t *testing.T) {
 		"bad header":    "F 2\nhi\nEND\n",
 		"negative size": "F -1 - /a\nEND\n",
 	} {
-		if _, err := parseCollected([]byte(in)); err == nil {
+		if _, _, _, err := ParseListing([]byte(in)); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	got, err := parseCollected([]byte("F 2 " + sumHi + " /a b\nhi\nM /c\nEND\n"))
+	got, _, _, err := ParseListing([]byte("F 2 " + sumHi + " /a b\nhi\nM /c\nEND\n"))
 	if err != nil || string(got["/a b"]) != "hi" || len(got) != 1 {
 		t.Fatalf("got %q, %v", got, err)
 	}
