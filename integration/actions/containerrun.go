@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
+	"github.com/tether-ci/tether/integration/actions/internal/ephemeral"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
 	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 	"github.com/tether-ci/tether/internal/cmdutil"
@@ -22,10 +22,6 @@ import (
 // EnvGitHubWorkspace is the hook's GITHUB_WORKSPACE: the runner-host
 // workspace.
 const EnvGitHubWorkspace = "GITHUB_WORKSPACE"
-
-// startPoll is how often a container step's status is read while it
-// starts.
-const startPoll = 200 * time.Millisecond
 
 // RunContainerStep is run_container_step: it runs the step's image as an
 // ephemeral container of the job's pod, which mounts the job's own
@@ -193,7 +189,11 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.St
 // (a cancelledError); an end that cannot be known is an
 // unknownOutcomeError.
 func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, name string, argv []string) (client.Result, error) {
-	if err := waitStepStarted(ctx, h, c, st, name); err != nil {
+	budget := h.Settings.ReconnectTimeout
+	if budget <= 0 {
+		budget = client.DefaultReconnectTimeout
+	}
+	if err := ephemeral.WaitRunning(ctx, c.cs.CoreV1(), st.Namespace, st.Pod, name, budget); err != nil {
 		if ctx.Err() != nil {
 			return client.Result{}, &cancelledError{cause: context.Cause(ctx)}
 		}
@@ -210,67 +210,6 @@ func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.S
 		return res, &unknownOutcomeError{err: err}
 	}
 	return res, nil
-}
-
-// waitStepStarted waits until the step's container runs. One that cannot
-// start, or a pod that cannot be read for the reconnect timeout, is an
-// error.
-func waitStepStarted(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, name string) error {
-	pods := c.cs.CoreV1().Pods(st.Namespace)
-	budget := h.Settings.ReconnectTimeout
-	if budget <= 0 {
-		budget = client.DefaultReconnectTimeout
-	}
-	lastOK := time.Now()
-	for {
-		if ctx.Err() != nil {
-			return fmt.Errorf("cancelled while its container started: %w", context.Cause(ctx))
-		}
-		p, err := pods.Get(ctx, st.Pod, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return fmt.Errorf("the job's pod %s/%s is gone", st.Namespace, st.Pod)
-		case err != nil:
-			if time.Since(lastOK) > budget {
-				return fmt.Errorf("the job's pod %s/%s could not be read for %v: %w", st.Namespace, st.Pod, budget, err)
-			}
-		default:
-			lastOK = time.Now()
-			cs := stepStatus(p, name)
-			switch {
-			case cs != nil && cs.State.Running != nil:
-				return nil
-			case cs != nil && cs.State.Terminated != nil:
-				t := cs.State.Terminated
-				return fmt.Errorf("the step's container (image %s) ended as it started, before its program ran: exit code %d, %s: %s", cs.Image, t.ExitCode, t.Reason, t.Message)
-			case cs != nil && cs.State.Waiting != nil && kube.FatalWaiting(cs.State.Waiting.Reason):
-				return fmt.Errorf("the step's container (image %s) cannot start: %s: %s", cs.Image, cs.State.Waiting.Reason, cs.State.Waiting.Message)
-			case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-				return fmt.Errorf("the job's pod %s/%s ended (%s) before the step's container ran", st.Namespace, st.Pod, p.Status.Phase)
-			}
-		}
-		sleep(ctx, startPoll)
-	}
-}
-
-// stepStatus is the status of the pod's ephemeral container name.
-func stepStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range p.Status.EphemeralContainerStatuses {
-		if p.Status.EphemeralContainerStatuses[i].Name == name {
-			return &p.Status.EphemeralContainerStatuses[i]
-		}
-	}
-	return nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // containerStepFiles are the files a container step needs in the pod (its
