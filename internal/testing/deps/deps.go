@@ -52,3 +52,30 @@ func Forbid(t testing.TB, self, rule string, forbidden ...string) {
 		}
 	}
 }
+
+// Only fails t for every project package the package in the test's
+// directory (self, its path below Module) depends on that is neither
+// self, nor below it, nor one of allowed (paths below Module) or a
+// package one of them depends on; rule says what the package may use,
+// for the failure message. With no allowed, the package may use none of
+// the project's packages.
+func Only(t testing.TB, self, rule string, allowed ...string) {
+	t.Helper()
+	ok := map[string]bool{}
+	if len(allowed) > 0 {
+		full := make([]string, len(allowed))
+		for i, a := range allowed {
+			full[i] = Module + a
+		}
+		ok = Project(t, full...)
+	}
+	got := Project(t, ".")
+	if !got[self] {
+		t.Fatalf("go list did not list %s itself (listed: %v)", self, got)
+	}
+	for pkg := range got {
+		if pkg != self && !strings.HasPrefix(pkg, self+"/") && !ok[pkg] {
+			t.Errorf("%s depends on %s: %s", self, pkg, rule)
+		}
+	}
+}
