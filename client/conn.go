@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tether-ci/tether/internal/random"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -115,7 +116,7 @@ func (c *connState) ping() {
 	if c.pingNonce != "" {
 		return
 	}
-	nonce := randomHex(4)
+	nonce := random.Hex(4)
 	if c.send(protocol.Command{Cmd: protocol.CmdPing, Nonce: nonce}) {
 		c.pingNonce = nonce
 	}
@@ -177,7 +178,7 @@ func (r activityReader) Read(p []byte) (int, error) {
 func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 	c := &connState{
 		conn:       conn,
-		nonce:      randomHex(16),
+		nonce:      random.Hex(16),
 		sendq:      make(chan outMsg, 32),
 		stop:       make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -189,7 +190,7 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 	if s.st.findEnd {
 		// A resume past any end: the answer is an error that names the
 		// end, and the reader resumes from there and sends the job.
-		c.endNonce = randomHex(16)
+		c.endNonce = random.Hex(16)
 		c.send(protocol.Command{Cmd: protocol.CmdResume, From: math.MaxInt64, Nonce: c.endNonce})
 	} else {
 		c.send(protocol.Command{Cmd: protocol.CmdResume, From: s.st.next, Nonce: c.nonce})

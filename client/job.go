@@ -1,12 +1,11 @@
 package client
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"time"
 
+	"github.com/tether-ci/tether/internal/random"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -101,14 +100,7 @@ func newJobID() string { return NewJobID("job") }
 // NewJobID returns a fresh job ID: kind ("step", "prepare", ...; it says
 // what the job is for in logs), "-" and 16 random hex digits. The shim
 // runs a job ID once, so each job a client submits takes a new one.
-func NewJobID(kind string) string { return kind + "-" + randomHex(8) }
-
-// randomHex returns n random bytes, hex-encoded.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
-	return hex.EncodeToString(b)
-}
+func NewJobID(kind string) string { return kind + "-" + random.Hex(8) }
 
 // Options configure a session. Only Output is required; zero durations take
 // the documented defaults.

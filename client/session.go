@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tether-ci/tether/internal/random"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -199,7 +200,7 @@ func (s *session) noteCancel(ctx context.Context) {
 	if s.cancelCause == nil {
 		s.cancelCause = ctx.Err()
 	}
-	s.cancelID = "cancel-" + randomHex(8)
+	s.cancelID = "cancel-" + random.Hex(8)
 	s.cancelBy = time.Now().Add(s.opts.CancelTimeout)
 	s.cancelTimer = time.NewTimer(s.opts.CancelTimeout)
 	s.log.Debug("cancelling the job", "cause", s.cancelCause)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/internal/random"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -260,7 +261,7 @@ func warmJob(s Spec) (client.Job, error) {
 		if err != nil {
 			return job, fmt.Errorf("kube: the job's variables: %w", err)
 		}
-		job.EnvFile = FilesDir + "/.env-" + randomSuffix(8)
+		job.EnvFile = FilesDir + "/.env-" + random.Hex(8)
 		job.Files = append(job.Files, client.File{Path: job.EnvFile, Content: data, Mode: 0o600})
 	}
 	for _, name := range s.MaskEnv {

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tether-ci/tether/internal/contract"
+	"github.com/tether-ci/tether/internal/random"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -306,14 +305,7 @@ var nameChars = regexp.MustCompile(`[^-._a-zA-Z0-9]+`)
 
 // NewPodName is a fresh random pod name ("tether-" and ten hex digits),
 // the one Build gives a Spec without a Name.
-func NewPodName() string { return "tether-" + randomSuffix(5) }
-
-// randomSuffix returns n random bytes, hex-encoded.
-func randomSuffix(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
-	return hex.EncodeToString(b)
-}
+func NewPodName() string { return "tether-" + random.Hex(5) }
 
 // withDefaults validates s and fills in the defaults.
 func (s Spec) withDefaults() (Spec, error) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tether-ci/tether/internal/contract"
+	"github.com/tether-ci/tether/internal/random"
 )
 
 // Labels and annotations of warm pods: pods of a pool, started before
@@ -101,7 +102,7 @@ func WarmPod(spec Spec, opts WarmOptions) (*Objects, error) {
 	s.IdleTimeout = opts.MaxIdle
 	s.TTL = opts.MaxIdle + WarmTTLMargin
 	if s.Name == "" {
-		s.Name = "tether-warm-" + opts.Pool + "-" + randomSuffix(4)
+		s.Name = "tether-warm-" + opts.Pool + "-" + random.Hex(4)
 	}
 	s.Labels = cloneMap(s.Labels)
 	s.Labels[LabelPool] = opts.Pool

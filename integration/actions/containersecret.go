@@ -9,22 +9,29 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
+// podSecret is the Secret name of the job's pod (namespace, name, uid),
+// owned by the pod so it goes with it, labelled as Tether's for the job.
+func podSecret(namespace, pod string, uid types.UID, job, name string, typ corev1.SecretType, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: namespace, OwnerReferences: []metav1.OwnerReference{kube.PodOwner(pod, uid)},
+			Labels: map[string]string{kube.LabelManagedBy: kube.ManagedByValue, kube.LabelJob: job},
+		},
+		Type: typ,
+		Data: data,
+	}
+}
+
 // createStepSecret creates the Secret holding a container step's env,
 // owned by the job's pod.
 func createStepSecret(ctx context.Context, c *cluster, p *corev1.Pod, name string, env map[string][]byte) error {
-	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: p.Namespace, OwnerReferences: []metav1.OwnerReference{kube.PodOwner(p.Name, p.UID)},
-			Labels: map[string]string{kube.LabelManagedBy: kube.ManagedByValue, kube.LabelJob: p.Labels[kube.LabelJob]},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: env,
-	}
+	sec := podSecret(p.Namespace, p.Name, p.UID, p.Labels[kube.LabelJob], name, corev1.SecretTypeOpaque, env)
 	if _, err := c.cs.CoreV1().Secrets(p.Namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the Secret %s/%s for the step's env: %w", p.Namespace, name, err)
 	}

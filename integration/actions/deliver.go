@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
-	"time"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
@@ -23,7 +21,7 @@ func deliverFiles(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, files
 	if err != nil {
 		return 0, fmt.Errorf("cannot reach the job container: %w", err)
 	}
-	job := transfer.DeliveryJob("deliver-"+strconv.FormatInt(time.Now().UnixNano(), 36), files, links)
+	job := transfer.DeliveryJob(client.NewJobID("deliver"), files, links)
 	var out lockedBuffer
 	res, err := kube.Run(ctx, c.transport(h, pod), job,
 		client.Options{Output: &out, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})

@@ -59,15 +59,8 @@ func dockerConfig(args *PrepareJobArgs) ([]byte, error) {
 // pulls the job's images after the pod's init container (the shim's copy)
 // ran, by which time the Secret exists; an earlier pull is retried.
 func createPullSecret(ctx context.Context, c *cluster, pod *kube.Pod, job string, config []byte) error {
-	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name + pullSecretSuffix, Namespace: pod.Namespace,
-			Labels:          map[string]string{kube.LabelManagedBy: kube.ManagedByValue, kube.LabelJob: job},
-			OwnerReferences: []metav1.OwnerReference{kube.PodOwner(pod.Name, pod.UID())},
-		},
-		Type: corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: config},
-	}
+	sec := podSecret(pod.Namespace, pod.Name, pod.UID(), job, pod.Name+pullSecretSuffix, corev1.SecretTypeDockerConfigJson,
+		map[string][]byte{corev1.DockerConfigJsonKey: config})
 	if _, err := c.cs.CoreV1().Secrets(pod.Namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the pull Secret %s/%s for the job's registry credentials: %w", sec.Namespace, sec.Name, err)
 	}

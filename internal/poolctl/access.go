@@ -1,19 +1,15 @@
 package poolctl
 
-import rbacv1 "k8s.io/api/rbac/v1"
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
 
-// Permission is access the controller needs to one resource of the
-// namespace it keeps pools in.
-type Permission struct {
-	Group    string
-	Resource string
-	Verbs    []string
-}
+	"github.com/tether-ci/tether/internal/contract"
+)
 
 // Access is everything `tether pool serve` does in its namespace, no
 // more: deploy/'s Role grants exactly this (its tests check it), and the
 // e2e tests run the controller with a token bound to it.
-var Access = []Permission{
+var Access = []contract.Permission{
 	// Watch the pools' pods, create warm pods, mark them idle (update)
 	// and delete the unclaimed ones that must go.
 	{Group: "", Resource: "pods", Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
@@ -27,13 +23,13 @@ var Access = []Permission{
 }
 
 // StatusAccess is what `tether pool status` reads.
-var StatusAccess = []Permission{
+var StatusAccess = []contract.Permission{
 	{Group: "", Resource: "pods", Verbs: []string{"list"}},
 	{Group: "", Resource: "events", Verbs: []string{"list"}},
 }
 
 // PolicyRules returns ps as RBAC rules, one per permission.
-func PolicyRules(ps []Permission) []rbacv1.PolicyRule {
+func PolicyRules(ps []contract.Permission) []rbacv1.PolicyRule {
 	out := make([]rbacv1.PolicyRule, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, rbacv1.PolicyRule{APIGroups: []string{p.Group}, Resources: []string{p.Resource}, Verbs: append([]string(nil), p.Verbs...)})
