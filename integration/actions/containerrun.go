@@ -41,20 +41,13 @@ func RunContainerStep(ctx context.Context, h *Hook, in *hookapi.Input) int {
 }
 
 func runContainerStep(ctx context.Context, h *Hook, in *hookapi.Input, after *afterExit) error {
-	st, err := hookapi.JobPod(in.State)
-	if err != nil {
-		return fmt.Errorf("run_container_step: %w", err)
-	}
 	var args hookapi.Container
-	if err := in.DecodeArgs(&args); err != nil {
+	st, runnerTemp, err := h.stepInput(in, &args, "which holds the step's file-command files")
+	if err != nil {
 		return err
 	}
 	if args.Image == "" && args.Dockerfile != "" {
 		return errDockerfile
-	}
-	runnerTemp := h.Getenv(EnvRunnerTemp)
-	if runnerTemp == "" {
-		return fmt.Errorf("%s is not set: the runner sets it to its _work/_temp, which holds the step's file-command files", EnvRunnerTemp)
 	}
 	wsSub, err := workspaceSubPath(&args, h.Getenv(EnvGitHubWorkspace), runnerTemp)
 	if err != nil {

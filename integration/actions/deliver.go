@@ -10,6 +10,7 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/internal/transfer"
+	"github.com/tether-ci/tether/internal/lockedbuf"
 )
 
 // deliverFiles writes files and makes links in the job container through
@@ -22,7 +23,7 @@ func deliverFiles(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, files
 		return 0, fmt.Errorf("cannot reach the job container: %w", err)
 	}
 	job := transfer.DeliveryJob(client.NewJobID("deliver"), files, links)
-	var out lockedBuffer
+	var out lockedbuf.Buffer
 	res, err := kube.Run(ctx, c.transport(h, pod), job,
 		client.Options{Output: &out, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
 	if err != nil {

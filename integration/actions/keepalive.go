@@ -2,7 +2,8 @@ package actions
 
 import (
 	"context"
-	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
@@ -19,16 +20,11 @@ func keepShimAwake(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, from
 	if idle <= 0 {
 		return
 	}
-	t := time.NewTicker(idle / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	// The condition never ends the poll: only ctx does.
+	_ = wait.PollUntilContextCancel(ctx, idle/4, false, func(ctx context.Context) (bool, error) {
 		if _, err := client.StreamEnd(ctx, c.transport(h, pod), from, client.Options{Logger: h.logger()}); err != nil && ctx.Err() == nil {
 			h.logger().Debug("cannot reach the job container's shim to keep it from its idle timeout", "err", err)
 		}
-	}
+		return false, nil
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
 	"github.com/tether-ci/tether/integration/actions/internal/transfer"
+	"github.com/tether-ci/tether/internal/lockedbuf"
 )
 
 // PrepareJob is prepare_job: it creates the job's pod (the job container
@@ -254,7 +255,7 @@ func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir s
 	if workdir != "" {
 		dirs = shell.Quote(workdir)
 	}
-	var out lockedBuffer
+	var out lockedbuf.Buffer
 	job := transfer.ScriptJob(client.NewJobID("prepare"), "prepare.sh", fmt.Appendf(nil, probeScript, dirs))
 	res, err := kube.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger()})
 	if err != nil {

@@ -29,17 +29,10 @@ func RunScriptStep(ctx context.Context, h *Hook, in *hookapi.Input) int {
 }
 
 func runScriptStep(ctx context.Context, h *Hook, in *hookapi.Input, _ *afterExit) error {
-	st, err := hookapi.JobPod(in.State)
-	if err != nil {
-		return fmt.Errorf("run_script_step: %w", err)
-	}
 	var args hookapi.ScriptStepArgs
-	if err := in.DecodeArgs(&args); err != nil {
+	st, runnerTemp, err := h.stepInput(in, &args, "where it writes the step's script")
+	if err != nil {
 		return err
-	}
-	runnerTemp := h.Getenv(EnvRunnerTemp)
-	if runnerTemp == "" {
-		return fmt.Errorf("%s is not set: the runner sets it to its _work/_temp, where it writes the step's script", EnvRunnerTemp)
 	}
 	plan, err := planStep(&args, runnerTemp, st.Actions, h.warn)
 	if err != nil {
@@ -77,6 +70,25 @@ func runScriptStep(ctx context.Context, h *Hook, in *hookapi.Input, _ *afterExit
 		return recordActions(st, plan.actions, in.ResponseFile)
 	}
 	return stepResult(res.ExitCode)
+}
+
+// stepInput checks what a step's command needs before it acts: the state
+// naming the job's pod, its arguments (decoded into args) and
+// RUNNER_TEMP, the runner's _work/_temp (why says what the step needs of
+// it). It returns the state and RUNNER_TEMP.
+func (h *Hook) stepInput(in *hookapi.Input, args any, why string) (*hookapi.State, string, error) {
+	st, err := hookapi.JobPod(in.State)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", in.Command, err)
+	}
+	if err := in.DecodeArgs(args); err != nil {
+		return nil, "", err
+	}
+	runnerTemp := h.Getenv(EnvRunnerTemp)
+	if runnerTemp == "" {
+		return nil, "", fmt.Errorf("%s is not set: the runner sets it to its _work/_temp, %s", EnvRunnerTemp, why)
+	}
+	return st, runnerTemp, nil
 }
 
 // fileCommand is one file-command file: its container path and the

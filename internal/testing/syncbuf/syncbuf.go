@@ -3,38 +3,17 @@
 package syncbuf
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tether-ci/tether/internal/lockedbuf"
 )
 
-// Buffer is a bytes.Buffer safe for concurrent use. The zero value is ready.
+// Buffer is a bytes.Buffer safe for concurrent use (lockedbuf.Buffer)
+// that a test can wait on. The zero value is ready.
 type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p.
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns the contents so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// Bytes returns a copy of the contents so far.
-func (b *Buffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
+	lockedbuf.Buffer
 }
 
 // WaitFor polls until the buffer contains s, failing t after timeout.
