@@ -1,6 +1,8 @@
 package actions
 
 import (
+	"context"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -8,6 +10,7 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
+	"github.com/tether-ci/tether/internal/lockedbuf"
 	"github.com/tether-ci/tether/internal/version"
 )
 
@@ -47,4 +50,15 @@ func (c *cluster) pod(h *Hook, st *hookapi.State) *kube.Pod {
 // transport is the attach transport of the pod's job container.
 func (c *cluster) transport(h *Hook, p *kube.Pod) client.Transport {
 	return p.Transport(c.cfg, kube.TransportOptions{Logger: h.logger()})
+}
+
+// runHelper runs job, one of the hook's own jobs (a probe, a copy, a
+// listing), on the job container's shim of pod, and returns its output
+// too: captured, never in the step's log. opts says where its output
+// starts (From, FromEnd) and its ReconnectTimeout; the rest is the hook's.
+func (c *cluster) runHelper(ctx context.Context, h *Hook, pod *kube.Pod, job client.Job, opts client.Options) (client.Result, []byte, error) {
+	var out lockedbuf.Buffer
+	opts.Output, opts.Logger = &out, h.logger()
+	res, err := kube.Run(ctx, c.transport(h, pod), job, opts)
+	return res, out.Bytes(), err
 }

@@ -10,27 +10,23 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/internal/transfer"
-	"github.com/tether-ci/tether/internal/lockedbuf"
 )
 
 // deliverFiles writes files and makes links in the job container through
 // its shim and returns the shim's stream offset after it (where the next
 // job's output starts).
 func deliverFiles(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, files []transfer.File, links []transfer.Link) (int64, error) {
-	log := h.logger()
-	from, err := client.StreamEnd(ctx, c.transport(h, pod), 0, client.Options{Logger: log})
+	from, err := client.StreamEnd(ctx, c.transport(h, pod), 0, client.Options{Logger: h.logger()})
 	if err != nil {
 		return 0, fmt.Errorf("cannot reach the job container: %w", err)
 	}
 	job := transfer.DeliveryJob(client.NewJobID("deliver"), files, links)
-	var out lockedbuf.Buffer
-	res, err := kube.Run(ctx, c.transport(h, pod), job,
-		client.Options{Output: &out, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
+	res, out, err := c.runHelper(ctx, h, pod, job, client.Options{From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
 	if err != nil {
 		return 0, err
 	}
 	if res.ExitCode != 0 {
-		return 0, fmt.Errorf("the copy in the job container failed with exit code %d: %s", res.ExitCode, firstLine(out.Bytes()))
+		return 0, fmt.Errorf("the copy in the job container failed with exit code %d: %s", res.ExitCode, firstLine(out))
 	}
 	return res.Offset, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
 	"github.com/tether-ci/tether/integration/actions/internal/transfer"
-	"github.com/tether-ci/tether/internal/lockedbuf"
 )
 
 // collectFileCommands runs a second job on the same shim that prints the
@@ -29,15 +28,14 @@ func collectFileCommands(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod
 		script = append(script, actionMetaScript()+"meta_scan "+shell.Quote(meta.container)+" 1\n"...)
 	}
 	job := transfer.ScriptJob(client.NewJobID("collect"), "collect.sh", script)
-	var out lockedbuf.Buffer
-	res, err := kube.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger(), From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
+	res, out, err := c.runHelper(ctx, h, pod, job, client.Options{From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
 	if err != nil {
 		return fmt.Errorf("read them from the job container: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("reading them in the job container failed with exit code %d: %s", res.ExitCode, firstLine(out.Bytes()))
+		return fmt.Errorf("reading them in the job container failed with exit code %d: %s", res.ExitCode, firstLine(out))
 	}
-	got, _, rest, err := transfer.ParseListing(out.Bytes())
+	got, _, rest, err := transfer.ParseListing(out)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
 	"github.com/tether-ci/tether/integration/actions/internal/transfer"
-	"github.com/tether-ci/tether/internal/lockedbuf"
 )
 
 // PrepareJob is prepare_job: it creates the job's pod (the job container
@@ -255,16 +254,15 @@ func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir s
 	if workdir != "" {
 		dirs = shell.Quote(workdir)
 	}
-	var out lockedbuf.Buffer
 	job := transfer.ScriptJob(client.NewJobID("prepare"), "prepare.sh", fmt.Appendf(nil, probeScript, dirs))
-	res, err := kube.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger()})
+	res, out, err := c.runHelper(ctx, h, pod, job, client.Options{})
 	if err != nil {
 		return false, fmt.Errorf("cannot run the preparing script in the job container: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return false, fmt.Errorf("the preparing script failed in the job container (exit code %d): %s", res.ExitCode, bytes.TrimSpace(out.Bytes()))
+		return false, fmt.Errorf("the preparing script failed in the job container (exit code %d): %s", res.ExitCode, bytes.TrimSpace(out))
 	}
-	return bytes.Contains(out.Bytes(), []byte("isAlpine=true\n")), nil
+	return bytes.Contains(out, []byte("isAlpine=true\n")), nil
 }
 
 // prepareResponse is prepare_job's response: the state, the containers'

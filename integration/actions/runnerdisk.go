@@ -17,7 +17,6 @@ import (
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
 	"github.com/tether-ci/tether/integration/actions/internal/transfer"
-	"github.com/tether-ci/tether/internal/lockedbuf"
 )
 
 // ToolDir is the runner's tool cache (_work/_tool, RUNNER_TOOL_CACHE) in
@@ -177,13 +176,12 @@ func copyRunnerDisk(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, dis
 			return err
 		}
 		for _, job := range jobs {
-			var out lockedbuf.Buffer
-			res, err := kube.Run(ctx, c.transport(h, pod), job, client.Options{Output: &out, Logger: h.logger(), FromEnd: true, ReconnectTimeout: h.Settings.ReconnectTimeout})
+			res, out, err := c.runHelper(ctx, h, pod, job, client.Options{FromEnd: true, ReconnectTimeout: h.Settings.ReconnectTimeout})
 			if err != nil {
 				return fmt.Errorf("cannot copy the runner's %s %s into the job container: %w", d.what, d.host, err)
 			}
 			if res.ExitCode != 0 {
-				return fmt.Errorf("copying the runner's %s %s into the job container failed (exit code %d): %s", d.what, d.host, res.ExitCode, firstLine(out.Bytes()))
+				return fmt.Errorf("copying the runner's %s %s into the job container failed (exit code %d): %s", d.what, d.host, res.ExitCode, firstLine(out))
 			}
 		}
 		for _, e := range d.entries {
