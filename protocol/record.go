@@ -41,14 +41,14 @@ const (
 	// records' output.
 	TypeStderr        Type = 'O' // a complete line of the script's stderr
 	TypeStderrPartial Type = 'P' // the script's stderr without a newline
-	TypeBlock   Type = 'd' // raw script output: "d SEQ LEN\n", LEN bytes as the script wrote them, "\n"
-	TypeBegin   Type = 'b' // a script is starting (JSON Begin)
-	TypeStatus  Type = 's' // a script finished (JSON Status)
-	TypeJob     Type = 'j' // a job finished (JSON JobDone)
-	TypeError   Type = 'e' // a command was rejected (JSON ErrorRecord)
-	TypeExit    Type = 'x' // the shim is exiting; always its last record (JSON Exit)
-	TypeResumed Type = 'r' // unsequenced answer to a resume command (JSON Resumed)
-	TypeAlive   Type = 'a' // unsequenced answer to a ping command (JSON Alive)
+	TypeBlock         Type = 'd' // raw script output: "d SEQ LEN\n", LEN bytes as the script wrote them, "\n"
+	TypeBegin         Type = 'b' // a script is starting (JSON Begin)
+	TypeStatus        Type = 's' // a script finished (JSON Status)
+	TypeJob           Type = 'j' // a job finished (JSON JobDone)
+	TypeError         Type = 'e' // a command was rejected (JSON ErrorRecord)
+	TypeExit          Type = 'x' // the shim is exiting; always its last record (JSON Exit)
+	TypeResumed       Type = 'r' // unsequenced answer to a resume command (JSON Resumed)
+	TypeAlive         Type = 'a' // unsequenced answer to a ping command (JSON Alive)
 )
 
 // Unsequenced is the Seq of records that are not part of the replayable
