@@ -188,7 +188,7 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, arg
 }
 
 // runContainerStep waits for the step's container to start and runs argv
-// in it through its shim, the output to stdout. A container that cannot
+// in it through its shim, its stdout to stdout and its stderr to stderr. A container that cannot
 // start fails the step; a cancel through ctx cancels the program
 // (Result.Cancelled).
 func runContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, name string, argv []string) (client.Result, error) {
@@ -201,7 +201,7 @@ func runContainerStep(ctx context.Context, h *Hook, c *cluster, st *State, name 
 	p := &kube.Pod{Client: c.cs, Namespace: st.Namespace, Name: st.Pod, Container: name, Logger: h.logger()}
 	t := p.Transport(c.cfg, kube.TransportOptions{Logger: h.logger()})
 	return client.Run(ctx, t, client.Job{ID: st.Pod + "-" + name, Argv: argv},
-		client.Options{Output: h.Stdout, Logger: h.logger(), ReconnectTimeout: h.Settings.ReconnectTimeout, ExitShim: true})
+		client.Options{Output: h.Stdout, Stderr: h.Stderr, Logger: h.logger(), ReconnectTimeout: h.Settings.ReconnectTimeout, ExitShim: true})
 }
 
 // waitStepStarted waits until the step's container runs. One that cannot
