@@ -10,6 +10,9 @@
 // Run writes the scripts' output bytes to Options.Output exactly as the
 // scripts wrote them (partial lines as soon as the shim forwards them),
 // reports progress through Options.Events, and returns the job's Result.
+// Their stderr is part of that output, in the order written, unless
+// Options.Stderr is set: then it has a pipe of its own in the shim and its
+// bytes go there.
 //
 // # Outcomes
 //

@@ -106,8 +106,19 @@ func NewJobID(kind string) string { return kind + "-" + random.Hex(8) }
 // the documented defaults.
 type Options struct {
 	// Output receives the job's output bytes, exactly as the scripts wrote
-	// them (stdout and stderr interleaved). Required.
+	// them (stdout and stderr interleaved in the order written, unless
+	// Stderr is set). Required.
 	Output io.Writer
+	// Stderr, when set, keeps the scripts' stderr apart: Run asks the shim
+	// for a pipe of its own for it (the job command's "stderr":"separate",
+	// tether-shim of protocol 3 or later; an older one ignores it and
+	// merges), and its bytes, exactly as written, go here while stdout's
+	// go to Output. The order between the two is then only as good as two
+	// pipes allow. Output is written first whenever both have bytes
+	// waiting. nil: stderr is merged into Output. For Attach it only
+	// says where stderr records go (a job submitted without the option
+	// has none).
+	Stderr io.Writer
 	// Events, if set, is called with progress events, one call at a time
 	// (from the session's goroutines, in stream order); it must not block
 	// for long: output waits meanwhile.
@@ -134,8 +145,8 @@ type Options struct {
 	// CancelTimeout is how long the session waits for the job's result after
 	// sending cancel. Default 60s.
 	CancelTimeout time.Duration
-	// OutputLimit, when above 0, is the most output written to Output:
-	// the rest is dropped (Result.OutputDropped counts it) while the job
+	// OutputLimit, when above 0, is the most output written to Output
+	// and Stderr together: the rest is dropped (Result.OutputDropped counts it) while the job
 	// runs on to its own exit code.
 	OutputLimit int64
 	// From is the stream offset Run starts reading at: 0 (the default)

@@ -10,6 +10,9 @@ import (
 	"github.com/tether-ci/tether/protocol"
 )
 
+// stderrVersion is the first protocol version with stderr records.
+const stderrVersion = 3
+
 // flushAt is how much decoded output is held before it is written to
 // Options.Output even though more is already buffered (the reader also
 // writes it before every read that may block).
@@ -104,6 +107,12 @@ func (s *stream) read(c *connState) serveEnd {
 			}
 			continue
 		}
+		if rec.Type.IsStderr() {
+			if s.writeStderr(rec.Payload) != nil {
+				return s.fatalOutput()
+			}
+			continue
+		}
 		if rec.Type.IsOutput() {
 			s.pending = append(s.pending, rec.Payload...)
 			if len(s.pending) >= flushAt {
@@ -160,6 +169,29 @@ func (s *stream) flush() error {
 		s.pending, s.smallWrites = nil, 0
 	}
 	return nil
+}
+
+// writeStderr writes a stderr record's payload to opts.Stderr, after the
+// output received before it; without opts.Stderr it joins the output.
+func (s *stream) writeStderr(p []byte) error {
+	if s.stderr == nil {
+		s.pending = append(s.pending, p...)
+		if len(s.pending) >= flushAt {
+			return s.flush()
+		}
+		return nil
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	n, err := s.stderr.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		s.outErr = fmt.Errorf("write the job's stderr: %w", err)
+	}
+	return s.outErr
 }
 
 // writeOutput writes p to opts.Output, remembering the first failure.
@@ -225,6 +257,10 @@ func (s *stream) handle(c *connState, rec protocol.Record) (end serveEnd, done b
 				h.Shim, h.Protocol, protocol.MinVersion, protocol.Version))
 		}
 		s.log.Debug("shim hello", "shim", h.Shim, "pid", h.PID, "shell", h.Shell, "replay", h.Replay)
+		if s.job != nil && s.job.Stderr == protocol.StderrSeparate && h.Protocol < stderrVersion {
+			s.log.Warn("the shim is older than stderr records: the job's stderr arrives merged into its output (use matching tether and tether-shim builds)",
+				"shim", h.Shim, "protocol", h.Protocol)
+		}
 	case protocol.TypeBegin:
 		var b protocol.Begin
 		if err := json.Unmarshal(rec.Payload, &b); err != nil {

@@ -24,7 +24,8 @@ const maxGaps = 3
 
 // Run submits job to the shim behind t and follows it to its result.
 //
-// The job's output goes to opts.Output byte-exact. Run returns when the
+// The job's output goes to opts.Output byte-exact (its stderr to
+// opts.Stderr when that is set). Run returns when the
 // shim reports the job's result (a nil error, whatever the exit code), when
 // the shim exits before it (an error wrapping ErrShimExited), when the shim
 // cannot be reached any more (an error wrapping ErrNoResult), or after ctx
@@ -41,6 +42,9 @@ func Run(ctx context.Context, t Transport, job Job, opts Options) (Result, error
 	cmd := protocol.Command{Cmd: protocol.CmdJob, ID: job.ID, Scripts: job.Scripts, Argv: job.Argv, After: job.After, Mask: job.Mask, Shell: job.Shell,
 		AfterTimeoutMS: afterTimeoutMS(job.AfterTimeout), TimeoutMS: timeoutMS(job.Timeout),
 		EnvFile: job.EnvFile, DeadlineMS: timeoutMS(job.Deadline), TTLMS: timeoutMS(job.TTL)}
+	if opts.Stderr != nil {
+		cmd.Stderr = protocol.StderrSeparate
+	}
 	var files []protocol.Command
 	for _, f := range job.Files {
 		fc, err := fileCommands(f)
@@ -110,8 +114,8 @@ type session struct {
 	opts Options
 	log  *slog.Logger
 	job  *protocol.Command // nil for Attach
-	// limit enforces Options.OutputLimit (nil: none).
-	limit *limitWriter
+	// limit is Options.OutputLimit's budget (nil: none).
+	limit *outputBudget
 	// jobLine is the job's files and job command, encoded: what every
 	// connection sends until the shim saw the job.
 	jobLine []byte
@@ -134,6 +138,9 @@ type session struct {
 type stream struct {
 	job    *protocol.Command // nil for Attach
 	output io.Writer
+	// stderr receives the scripts' stderr records (Options.Stderr); nil:
+	// they join output.
+	stderr io.Writer
 	events func(Event)
 	log    *slog.Logger
 	// exitShim: send the exit command after the job record
@@ -174,12 +181,15 @@ func newSession(t Transport, opts Options) (*session, error) {
 	if opts.OutputLimit < 0 {
 		return nil, fmt.Errorf("client: Options.OutputLimit %d is negative", opts.OutputLimit)
 	}
-	var limit *limitWriter
+	var limit *outputBudget
 	if opts.OutputLimit > 0 {
-		limit = &limitWriter{w: opts.Output, left: opts.OutputLimit}
-		opts.Output = limit
+		limit = &outputBudget{left: opts.OutputLimit}
+		opts.Output = &limitWriter{w: opts.Output, b: limit}
+		if opts.Stderr != nil {
+			opts.Stderr = &limitWriter{w: opts.Stderr, b: limit}
+		}
 	}
-	st := &stream{output: opts.Output, vec: outputVectorWriter(opts.Output), events: opts.Events, log: opts.Logger, exitShim: opts.ExitShim}
+	st := &stream{output: opts.Output, stderr: opts.Stderr, vec: outputVectorWriter(opts.Output), events: opts.Events, log: opts.Logger, exitShim: opts.ExitShim}
 	return &session{t: t, opts: opts, log: opts.Logger, st: st, limit: limit}, nil
 }
 

@@ -131,7 +131,24 @@ type Command struct {
 	// from then on the annotation file is no longer read. A job ID the
 	// shim already received does not move it.
 	TTLMS int64 `json:"ttl_ms,omitempty"`
+	// Stderr says where the stderr of a CmdJob's or CmdRun's scripts
+	// goes: "" or StderrMerged into the same pipe as their stdout (one
+	// stream, in the order written: o, p and d records), StderrSeparate
+	// into a pipe of its own, sent as TypeStderr and TypeStderrPartial
+	// records (protocol 3). A shim older than the field ignores it and
+	// merges.
+	Stderr string `json:"stderr,omitempty"`
 }
+
+// Values of Command.Stderr.
+const (
+	// StderrMerged gives a script one pipe for stdout and stderr (the
+	// default): their order is kept.
+	StderrMerged = "merged"
+	// StderrSeparate gives a script's stderr a pipe of its own, sent in
+	// stderr records.
+	StderrSeparate = "separate"
+)
 
 // JobTimeoutReason starts the status error of a script the shim stopped
 // because its job's own timeout (Command.TimeoutMS) passed.
@@ -241,6 +258,12 @@ func (c Command) Validate() error {
 	if c.GraceMS < 0 {
 		return fmt.Errorf("grace_ms %d is negative", c.GraceMS)
 	}
+	switch {
+	case c.Stderr != "" && c.Stderr != StderrMerged && c.Stderr != StderrSeparate:
+		return fmt.Errorf(`stderr %q is neither %q nor %q`, c.Stderr, StderrMerged, StderrSeparate)
+	case c.Stderr != "" && c.Cmd != CmdJob && c.Cmd != CmdRun:
+		return errors.New(`stderr belongs to a job or run command`)
+	}
 	return nil
 }
 
@@ -251,7 +274,7 @@ func AppendCommand(dst []byte, c Command) ([]byte, error) {
 		return dst, fmt.Errorf("encode command: %w", err)
 	}
 	if c.Cmd == CmdRun && c.ID == "" && len(c.Scripts) == 0 && len(c.After) == 0 &&
-		c.Nonce == "" && c.From == 0 && c.GraceMS == 0 && c.Shell == "" && plainPath(c.Script) {
+		c.Nonce == "" && c.From == 0 && c.GraceMS == 0 && c.Shell == "" && c.Stderr == "" && plainPath(c.Script) {
 		dst = append(dst, Reset)
 		dst = append(dst, c.Script...)
 		return append(dst, '\n'), nil

@@ -98,9 +98,10 @@ func parse(rec *Record, line, buf []byte) ([]byte, error) {
 		}
 		rec.Size = n + size + 1
 		rec.Payload = nil
-	case TypeOutput, TypePartial:
+	case TypeOutput, TypePartial, TypeStderr, TypeStderrPartial:
+		complete := t == TypeOutput || t == TypeStderr
 		if bytes.IndexByte(payload, '\\') < 0 {
-			if t == TypeOutput {
+			if complete {
 				rec.Payload = line[i+1:]
 			} else {
 				rec.Payload = payload
@@ -112,7 +113,7 @@ func parse(rec *Record, line, buf []byte) ([]byte, error) {
 		if err != nil {
 			return buf, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
-		if t == TypeOutput {
+		if complete {
 			buf = append(buf, '\n')
 		}
 		rec.Payload = buf

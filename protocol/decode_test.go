@@ -64,7 +64,7 @@ func TestParseRejects(t *testing.T) {
 		{"no space after type", "o0 x\n", false},
 		{"type is two bytes", "oo 0 x\n", false},
 		{"unknown type", `z 0 {}` + "\n", true},
-		{"upper-case type", "O 0 x\n", true},
+		{"upper-case type", "S 0 {}\n", true},
 		{"NUL type", "\x00 0 x\n", true},
 		{"unknown unsequenced type", "q - x\n", true},
 		{"missing sequence", "o  x\n", false},

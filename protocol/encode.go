@@ -115,6 +115,18 @@ const digitPairs = "00010203040506070809" +
 // record is split into TypePartial records (at UTF-8 character boundaries
 // where the bytes are valid UTF-8) ending in a TypeOutput record.
 func (e *Encoder) AppendOutput(dst, data []byte) []byte {
+	return e.appendOutput(dst, data, TypeOutput, TypePartial)
+}
+
+// AppendStderr is AppendOutput for a script's stderr kept apart: the same
+// records, of the types TypeStderr and TypeStderrPartial.
+func (e *Encoder) AppendStderr(dst, data []byte) []byte {
+	return e.appendOutput(dst, data, TypeStderr, TypeStderrPartial)
+}
+
+// appendOutput is AppendOutput with the types of a complete line's record
+// and of a partial one.
+func (e *Encoder) appendOutput(dst, data []byte, full, partial Type) []byte {
 	for len(data) > 0 {
 		line, rest, complete := data, []byte(nil), false
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -124,16 +136,16 @@ func (e *Encoder) AppendOutput(dst, data []byte) []byte {
 		// (maxHeader covers the longest header) is copied as it is.
 		if len(line) <= MaxRecord-1-maxHeader && plainPrefix(line) == len(line) {
 			start := len(dst)
-			t := TypeOutput
+			t := full
 			if !complete {
-				t = TypePartial
+				t = partial
 			}
 			dst = e.appendHeader(dst, t)
 			dst = append(dst, line...)
 			dst = append(dst, '\n')
 			e.next += int64(len(dst) - start)
 		} else {
-			dst = e.appendLine(dst, line, complete)
+			dst = e.appendLine(dst, line, complete, full, partial)
 		}
 		data = rest
 	}
@@ -145,15 +157,15 @@ func (e *Encoder) AppendOutput(dst, data []byte) []byte {
 const maxHeader = 2 + 19 + 1
 
 // appendLine encodes one line (without its newline) into one or more records.
-func (e *Encoder) appendLine(dst, line []byte, complete bool) []byte {
+func (e *Encoder) appendLine(dst, line []byte, complete bool, full, partial Type) []byte {
 	for {
 		start := len(dst)
-		dst = e.appendHeader(dst, TypeOutput)
+		dst = e.appendHeader(dst, full)
 		var n int
 		dst, n = appendEscaped(dst, line, start+MaxRecord-1) // room for the newline
 		line = line[n:]
 		if len(line) > 0 || !complete {
-			dst[start] = byte(TypePartial)
+			dst[start] = byte(partial)
 		}
 		dst = append(dst, '\n')
 		e.next += int64(len(dst) - start)
@@ -167,7 +179,7 @@ func (e *Encoder) appendLine(dst, line []byte, complete bool) []byte {
 // as JSON. It fails if v cannot be encoded or the record would exceed
 // MaxRecord; the encoder's offset is unchanged then.
 func (e *Encoder) AppendJSON(dst []byte, t Type, v any) ([]byte, error) {
-	if !t.Sequenced() || t.IsOutput() {
+	if !t.Sequenced() || t.IsOutput() || t.IsStderr() {
 		return dst, fmt.Errorf("encode record: type %s is not a sequenced JSON record", t)
 	}
 	out, err := appendJSONRecord(dst, t, e.next, v)

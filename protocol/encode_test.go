@@ -224,7 +224,7 @@ func TestAppendJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `h 0 {"protocol":2,"shim":"v1.2.3","max_record":16384,"pid":1,"shell":"/bin/sh","tty":false,"replay":"memory","replay_bytes":4194304}` + "\n"
+	want := `h 0 {"protocol":3,"shim":"v1.2.3","max_record":16384,"pid":1,"shell":"/bin/sh","tty":false,"replay":"memory","replay_bytes":4194304}` + "\n"
 	if string(dst) != want {
 		t.Fatalf("hello record\n got %s\nwant %s", dst, want)
 	}
@@ -318,7 +318,7 @@ func TestAppendUnsequenced(t *testing.T) {
 }
 
 func TestTypes(t *testing.T) {
-	known := "hopdbsjexra"
+	known := "hopdOPbsjexra"
 	for b := 0; b < 256; b++ {
 		typ := Type(b)
 		if got, want := typ.Known(), strings.IndexByte(known, byte(b)) >= 0; got != want {
@@ -329,6 +329,9 @@ func TestTypes(t *testing.T) {
 		}
 		if got, want := typ.IsOutput(), typ == TypeOutput || typ == TypePartial || typ == TypeBlock; got != want {
 			t.Errorf("Type(%q).IsOutput() = %v", byte(b), got)
+		}
+		if got, want := typ.IsStderr(), typ == TypeStderr || typ == TypeStderrPartial; got != want {
+			t.Errorf("Type(%q).IsStderr() = %v", byte(b), got)
 		}
 	}
 	if TypeStatus.String() != "s" || Type(0).String() != "0x00" || Type(' ').String() != "0x20" || Type(0x80).String() != "0x80" {

@@ -20,6 +20,7 @@ func recordSeeds() []string {
 	valid, _ = enc.AppendJSON(valid, TypeBegin, Begin{Script: "/s/a.sh", Phase: "script", Job: "j"})
 	valid = enc.AppendOutput(valid, []byte("out \\ \r \x00 \xff é\nmore"))
 	valid = enc.AppendBlocks(valid, []byte("raw \\ \r \x00\n\xff é\nd 0 3\n"))
+	valid = enc.AppendStderr(valid, []byte("err \\ \r \x00 \xff é\nmore"))
 	valid, _ = enc.AppendJSON(valid, TypeStatus, Status{Script: "/s/a.sh", CommandExitCode: 130, Signal: "SIGINT", DurationMS: 5})
 	valid, _ = enc.AppendJSON(valid, TypeJob, JobDone{ExitCode: 130, FailedScript: "/s/a.sh", Job: "j"})
 	valid, _ = enc.AppendJSON(valid, TypeError, ErrorRecord{Error: "bad", Input: "x"})
@@ -30,7 +31,7 @@ func recordSeeds() []string {
 		"", "\n", "o 0 \n", "p 0 x\n", "o 01 x\n", "z 0 {}\n", "r 0 {}\n", "s - {}\n",
 		`o 0 \x` + "\n", `o 0 \q` + "\n", `o 0 \xFF\x00\\\r` + "\n", "o 9223372036854775807 x\n",
 		"o 9223372036854775808 x\n", "s 0 []\n", "s 0 {\n}\n", "o 0 a\no 6 b\n",
-		"d 0 1\nx\n", "d 0 0\n\n", "d 0 01\nx\n", "d 0 16379\n", "d 0 16380\n", "d - 1\nx\n", "d 0 x\n", "d 0 2\nx\n",
+		"d 0 1\nx\n", "d 0 0\n\n", "O 0 \n", "P 0 \\x\n", "O - x\n", "d 0 01\nx\n", "d 0 16379\n", "d 0 16380\n", "d - 1\nx\n", "d 0 x\n", "d 0 2\nx\n",
 	}
 	for _, line := range bytes.SplitAfter(valid, []byte("\n")) {
 		if len(line) > 0 {
@@ -71,7 +72,7 @@ func FuzzParse(f *testing.F) {
 		if !rec.Type.Known() || rec.Type.Sequenced() != (rec.Seq >= 0) {
 			t.Fatalf("accepted type %s with seq %d", rec.Type, rec.Seq)
 		}
-		if !rec.Type.IsOutput() {
+		if !rec.Type.IsOutput() && !rec.Type.IsStderr() {
 			if len(rec.Payload) < 2 || rec.Payload[0] != '{' || rec.Payload[len(rec.Payload)-1] != '}' {
 				t.Fatalf("JSON payload %q is not an object", rec.Payload)
 			}
@@ -80,12 +81,16 @@ func FuzzParse(f *testing.F) {
 		// Re-encoding the decoded output gives records that decode to the
 		// same bytes (and, for one line, a record of the same type).
 		payload := bytes.Clone(rec.Payload)
-		if rec.Type == TypeOutput && (len(payload) == 0 || payload[len(payload)-1] != '\n') {
+		full, appendAgain := TypeOutput, (*Encoder).AppendOutput
+		if rec.Type.IsStderr() {
+			full, appendAgain = TypeStderr, (*Encoder).AppendStderr
+		}
+		if rec.Type == full && (len(payload) == 0 || payload[len(payload)-1] != '\n') {
 			t.Fatalf("output record payload %q does not end in a newline", payload)
 		}
 		enc := &Encoder{next: rec.Seq}
-		again := enc.AppendOutput(nil, payload)
-		if rec.Type == TypePartial && len(payload) == 0 {
+		again := appendAgain(enc, nil, payload)
+		if rec.Type != full && len(payload) == 0 {
 			if len(again) != 0 {
 				t.Fatalf("empty partial payload re-encoded as %q", again)
 			}
@@ -99,7 +104,7 @@ func FuzzParse(f *testing.F) {
 		if !bytes.Equal(got, payload) {
 			t.Fatalf("re-encoded %q decodes to %q", payload, got)
 		}
-		if len(recs) == 1 && bytes.IndexByte(payload, '\n') == len(payload)-1 == (rec.Type == TypeOutput) && recs[0].Type != rec.Type {
+		if len(recs) == 1 && bytes.IndexByte(payload, '\n') == len(payload)-1 == (rec.Type == full) && recs[0].Type != rec.Type {
 			t.Fatalf("%s record %q re-encoded as a %s record", rec.Type, line, recs[0].Type)
 		}
 	})

@@ -11,12 +11,14 @@ package protocol
 import "fmt"
 
 // Version is the protocol version this package speaks (version 2 added
-// TypeBlock). A client accepts a hello record of a version from
-// MinVersion to Version and rejects any other.
-const Version = 2
+// TypeBlock, version 3 TypeStderr and TypeStderrPartial). A client accepts
+// a hello record of a version from MinVersion to Version and rejects any
+// other.
+const Version = 3
 
 // MinVersion is the oldest protocol version this package still reads:
-// version 1 is version 2 without TypeBlock.
+// version 1 is version 2 without TypeBlock, version 2 is version 3 without
+// the stderr records.
 const MinVersion = 1
 
 // MaxRecord is the largest record in bytes, including its trailing newline.
@@ -33,14 +35,20 @@ const (
 	TypeHello   Type = 'h' // handshake, always the record at offset 0 (JSON Hello)
 	TypeOutput  Type = 'o' // a complete line of script output; the record's newline is the line's
 	TypePartial Type = 'p' // script output without a newline: a partial line or a piece of a long one
-	TypeBlock   Type = 'd' // raw script output: "d SEQ LEN\n", LEN bytes as the script wrote them, "\n"
-	TypeBegin   Type = 'b' // a script is starting (JSON Begin)
-	TypeStatus  Type = 's' // a script finished (JSON Status)
-	TypeJob     Type = 'j' // a job finished (JSON JobDone)
-	TypeError   Type = 'e' // a command was rejected (JSON ErrorRecord)
-	TypeExit    Type = 'x' // the shim is exiting; always its last record (JSON Exit)
-	TypeResumed Type = 'r' // unsequenced answer to a resume command (JSON Resumed)
-	TypeAlive   Type = 'a' // unsequenced answer to a ping command (JSON Alive)
+	// TypeStderr and TypeStderrPartial are TypeOutput and TypePartial for
+	// a script's stderr, sent only for a command that asked for it kept
+	// apart (Command.Stderr); otherwise stderr is part of the o, p and d
+	// records' output.
+	TypeStderr        Type = 'O' // a complete line of the script's stderr
+	TypeStderrPartial Type = 'P' // the script's stderr without a newline
+	TypeBlock         Type = 'd' // raw script output: "d SEQ LEN\n", LEN bytes as the script wrote them, "\n"
+	TypeBegin         Type = 'b' // a script is starting (JSON Begin)
+	TypeStatus        Type = 's' // a script finished (JSON Status)
+	TypeJob           Type = 'j' // a job finished (JSON JobDone)
+	TypeError         Type = 'e' // a command was rejected (JSON ErrorRecord)
+	TypeExit          Type = 'x' // the shim is exiting; always its last record (JSON Exit)
+	TypeResumed       Type = 'r' // unsequenced answer to a resume command (JSON Resumed)
+	TypeAlive         Type = 'a' // unsequenced answer to a ping command (JSON Alive)
 )
 
 // Unsequenced is the Seq of records that are not part of the replayable
@@ -54,15 +62,20 @@ func (t Type) Sequenced() bool { return t != TypeResumed && t != TypeAlive }
 // Known reports whether t is a record type of this protocol version.
 func (t Type) Known() bool {
 	switch t {
-	case TypeHello, TypeOutput, TypePartial, TypeBlock, TypeBegin, TypeStatus, TypeJob,
+	case TypeHello, TypeOutput, TypePartial, TypeBlock, TypeStderr, TypeStderrPartial, TypeBegin, TypeStatus, TypeJob,
 		TypeError, TypeExit, TypeResumed, TypeAlive:
 		return true
 	}
 	return false
 }
 
-// IsOutput reports whether records of type t carry script output bytes.
+// IsOutput reports whether records of type t carry script output bytes of
+// its stdout (with its stderr, unless that was asked for apart).
 func (t Type) IsOutput() bool { return t == TypeOutput || t == TypePartial || t == TypeBlock }
+
+// IsStderr reports whether records of type t carry a script's stderr bytes
+// kept apart from its stdout.
+func (t Type) IsStderr() bool { return t == TypeStderr || t == TypeStderrPartial }
 
 func (t Type) String() string {
 	if t >= 0x21 && t < 0x7f {
@@ -81,7 +94,8 @@ type Record struct {
 	// sequenced record starts at Seq+Size.
 	Size int
 	// Payload is the decoded payload: the exact output bytes for output
-	// records (with the newline for TypeOutput), JSON for the others. It is
+	// and stderr records (with the newline for TypeOutput and
+	// TypeStderr), JSON for the others. It is
 	// only valid until the decoder's next call.
 	Payload []byte
 }

@@ -177,8 +177,8 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.St
 }
 
 // followContainerStep waits for the step's container to start and runs
-// argv in it through its shim, the output to stdout. A container that
-// cannot start fails the step; a cancel through ctx cancels the program
+// argv in it through its shim, its stdout to stdout and its stderr to
+// stderr. A container that cannot start fails the step; a cancel through ctx cancels the program
 // (a cancelledError); an end that cannot be known is an
 // unknownOutcomeError.
 func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, name string, argv []string) (client.Result, error) {
@@ -195,7 +195,7 @@ func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.S
 	p := &kube.Pod{Client: c.cs, Namespace: st.Namespace, Name: st.Pod, Container: name, Logger: h.logger()}
 	t := p.Transport(c.cfg, kube.TransportOptions{Logger: h.logger()})
 	res, err := client.Run(ctx, t, client.Job{ID: st.Pod + "-" + name, Argv: argv},
-		client.Options{Output: h.Stdout, Logger: h.logger(), ReconnectTimeout: h.Settings.ReconnectTimeout, ExitShim: true})
+		client.Options{Output: h.Stdout, Stderr: h.Stderr, Logger: h.logger(), ReconnectTimeout: h.Settings.ReconnectTimeout, ExitShim: true})
 	switch {
 	case res.Cancelled:
 		return res, &cancelledError{cause: context.Cause(ctx), detail: cmdutil.CancelledCode(res)}

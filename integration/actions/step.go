@@ -21,7 +21,7 @@ import (
 // script the runner wrote into its own _temp, the file-command files, the
 // event payload) over the attach stream, runs the step's entry point in
 // the job container with the step's environment, PATH and working
-// directory, streams its output to stdout, copies the file-command files
+// directory, streams its stdout to stdout and its stderr to stderr, copies the file-command files
 // back into the runner's _temp, and exits with the step's exit code. An
 // outcome that cannot be known is a failure.
 func RunScriptStep(ctx context.Context, h *Hook, in *hookapi.Input) int {
@@ -50,7 +50,7 @@ func runScriptStep(ctx context.Context, h *Hook, in *hookapi.Input, _ *afterExit
 		return fmt.Errorf("cannot reach the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
 	}
 	res, err := kube.Run(ctx, c.transport(h, pod), plan.job,
-		client.Options{Output: h.Stdout, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
+		client.Options{Output: h.Stdout, Stderr: h.Stderr, Logger: log, From: from, ReconnectTimeout: h.Settings.ReconnectTimeout})
 	var disrupted *kube.DisruptedError
 	switch {
 	case res.Cancelled:

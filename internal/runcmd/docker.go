@@ -89,6 +89,7 @@ func runDocker(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.
 		ExitShim: true,
 	}
 	f.OutputLimit.Apply(&opts)
+	f.applyStderr(&opts)
 	res, err := client.Run(ctx, ct, job, opts)
 
 	cmdutil.Report(log, res, err, jobAttrs(job, f.Start, res, begun.list())...)

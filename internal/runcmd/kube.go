@@ -122,6 +122,7 @@ func follow(ctx context.Context, f *Flags, t client.Transport, pod *kube.Pod, jo
 		ExitShim: true,
 	}
 	f.OutputLimit.Apply(&opts)
+	f.applyStderr(&opts)
 	return kube.Run(ctx, t, job, opts)
 }
 

@@ -62,6 +62,7 @@ func runLocal(ctx context.Context, f *Flags, job client.Job, stdout, stderr io.W
 		ExitShim: true,
 	}
 	f.OutputLimit.Apply(&opts)
+	f.applyStderr(&opts)
 	res, err := client.Run(ctx, shim, job, opts)
 
 	cmdutil.Report(log, res, err, jobAttrs(job, f.Start, res, begun.list())...)

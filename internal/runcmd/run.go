@@ -112,6 +112,7 @@ func NewFlagSet(f *Flags) *pflag.FlagSet {
 // one of cmdutil's.
 func (f *Flags) Run(ctx context.Context, stdout, stderr io.Writer) int {
 	job := client.Job{Scripts: f.Scripts, After: f.After, Mask: f.maskValues, Shell: f.Shell}
+	f.jobStderr = stderr // the job's stderr with --stderr separate
 	switch {
 	case f.Local:
 		return runLocal(ctx, f, job, stdout, stderr)
@@ -177,6 +178,9 @@ func (f *Flags) Validate(pos []string) error {
 	}
 	if err := f.engineFlags.validate(); err != nil {
 		return err
+	}
+	if f.Stderr == protocol.StderrSeparate && f.Format == "json" {
+		return fmt.Errorf("--stderr %s and --log-format json exclude each other: every line of tether's stderr is then a JSON log record, the job's stderr lines are not", protocol.StderrSeparate)
 	}
 	if f.Security.IsSet() && (f.Local || f.Docker) {
 		return errors.New("--restricted, --run-as-user and --read-only-root apply to Kubernetes pods only, not to --local or --docker")

@@ -84,7 +84,7 @@ func BenchmarkPumpEmitter(b *testing.B) {
 						}
 						w.Close()
 					}()
-					pump(r, em, 20*time.Millisecond, nil)
+					pump(r, em, 20*time.Millisecond, nil, stdoutStream)
 					r.Close()
 					if out.n-before < int64(len(s.data)) || em.Offset() != out.n {
 						b.Fatalf("wrote %d record bytes (stream offset %d of %d) for %d output bytes", out.n-before, em.Offset(), out.n, len(s.data))

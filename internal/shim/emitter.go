@@ -105,6 +105,10 @@ func (e *emitter) fail(err error) {
 // Output sends script output bytes.
 func (e *emitter) Output(data []byte) { e.output(e.enc.AppendOutput, data) }
 
+// Stderr sends a script's stderr bytes kept apart from its stdout, as
+// stderr records.
+func (e *emitter) Stderr(data []byte) { e.output(e.enc.AppendStderr, data) }
+
 // OutputBlocks sends script output bytes as block records: output read
 // from the script's pipe while a burst of bulk output flows (see pump),
 // which as line records would cost a record per line.

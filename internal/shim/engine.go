@@ -207,7 +207,8 @@ func (e *engine) startScript(it *item, script string, ph phase) {
 		}
 		it.env = append([]string{}, env...)
 	}
-	sc := scriptStart{path: script, shell: it.cmd.Shell, masks: e.masks.current(), env: it.env}
+	sc := scriptStart{path: script, shell: it.cmd.Shell, masks: e.masks.current(), env: it.env,
+		stderr: it.cmd.Stderr == protocol.StderrSeparate}
 	if ph == phaseMain && len(it.cmd.Argv) > 0 {
 		sc.argv = it.cmd.Argv
 	}

@@ -51,6 +51,14 @@ func growPipe(f *os.File) {
 	})
 }
 
+// outStream is which of a script's output streams a pump forwards.
+type outStream int
+
+const (
+	stdoutStream outStream = iota // stdout, with stderr unless that is apart
+	stderrStream                  // stderr kept apart
+)
+
 // pump forwards a script's output to the emitter until the output reaches
 // EOF (every writer closed it) or fails (a pty returns EIO after the child
 // exits). Coalescing is adaptive: what a read returns goes out at once when
@@ -64,10 +72,16 @@ func growPipe(f *os.File) {
 // blockMin bytes wait in the pipe (and nothing is held, and no value is
 // masked), they go out as block records that never pass through the shim's
 // memory (emitter.Blocks).
-func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
+//
+// A script's stderr kept apart (stream stderrStream) goes out as stderr
+// records, never as blocks.
+func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet, stream outStream) {
 	emit := em.Output
+	if stream == stderrStream {
+		emit = em.Stderr
+	}
 	if masked != nil {
-		ms := &maskStream{set: masked, emit: em.Output}
+		ms := &maskStream{set: masked, emit: emit}
 		emit = ms.write
 		defer ms.flush()
 	}
@@ -79,7 +93,7 @@ func pump(f *os.File, em *emitter, delay time.Duration, masked *maskSet) {
 	waiting := pendingBytes(f)
 	src, blocks := pipeOf(f)
 	grown := false
-	blocks = blocks && masked == nil && deadlines
+	blocks = blocks && masked == nil && deadlines && stream == stdoutStream
 	// burst is set while bulk output flows: from a batch of block records
 	// until the shim finds the pipe empty when it comes back for more.
 	// What it reads in between (a writer's remainder, less than blockMin)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -16,7 +17,8 @@ import (
 
 // runner is the shim's starter: each script in its own process group,
 // stdin /dev/null, stdout and stderr on one pipe (or a pty) pumped to the
-// emitter. It keeps no state about what runs: the engine owns that.
+// emitter, or stderr on a pipe of its own when the command asked for it
+// (not under --tty: a terminal is one stream). It keeps no state about what runs: the engine owns that.
 type runner struct {
 	cfg   *Config
 	shell string
@@ -56,8 +58,8 @@ type process struct {
 	script    string
 	pgid      int
 	exited    <-chan reaper.Exit
-	out       *os.File      // the shim's end of the script's output
-	pumped    chan struct{} // closed when the output reached its end
+	outs      []*os.File    // the shim's ends of the script's output (stdout, then a separate stderr)
+	pumped    chan struct{} // closed when every output reached its end
 	started   time.Time
 	oomBefore uint64
 	oomKnown  bool
@@ -89,7 +91,7 @@ func (p *process) wait() protocol.Status {
 			st.OOMKilled, st.MemoryLimit = true, p.r.oom.limit()
 		}
 	}
-	p.r.drain(p, p.out, p.pumped)
+	p.r.drain(p, p.outs, p.pumped)
 	return st
 }
 
@@ -103,10 +105,31 @@ func (r *runner) start(sc scriptStart) (proc, error) {
 	if err != nil {
 		return nil, &startError{code: codeCannotExecute, msg: err.Error()}
 	}
+	outs, childErr := []*os.File{out}, childOut
+	if sc.stderr && !r.cfg.TTY {
+		errOut, childErrEnd, err := newOutputPipe()
+		if err != nil {
+			out.Close()
+			childOut.Close()
+			return nil, &startError{code: codeCannotExecute, msg: err.Error()}
+		}
+		outs, childErr = append(outs, errOut), childErrEnd
+	}
+	closeAll := func() {
+		for _, f := range outs {
+			f.Close()
+		}
+	}
+	closeChild := func() {
+		childOut.Close()
+		if childErr != childOut {
+			childErr.Close()
+		}
+	}
 	devnull, err := r.scriptStdin()
 	if err != nil {
-		out.Close()
-		childOut.Close()
+		closeAll()
+		closeChild()
 		return nil, &startError{code: codeCannotExecute, msg: err.Error()}
 	}
 	sys := &syscall.SysProcAttr{Setpgid: true}
@@ -115,10 +138,10 @@ func (r *runner) start(sc scriptStart) (proc, error) {
 	}
 	attr := &syscall.ProcAttr{
 		Env:   withEnv(r.env, sc.env),
-		Files: []uintptr{devnull.Fd(), childOut.Fd(), childOut.Fd()},
+		Files: []uintptr{devnull.Fd(), childOut.Fd(), childErr.Fd()},
 		Sys:   sys,
 	}
-	p := &process{r: r, script: sc.path, out: out, pumped: make(chan struct{})}
+	p := &process{r: r, script: sc.path, outs: outs, pumped: make(chan struct{})}
 	p.oomBefore, p.oomKnown = r.oom.read()
 	p.started = time.Now()
 	p.pgid, p.exited, err = r.reaper.Start(func() (int, error) {
@@ -131,13 +154,28 @@ func (r *runner) start(sc scriptStart) (proc, error) {
 		}
 		return syscall.ForkExec(prog, argv, attr)
 	})
-	childOut.Close()
+	closeChild()
 	if err != nil {
-		out.Close()
+		closeAll()
 		return nil, &startError{code: codeCannotExecute, msg: fmt.Sprintf("start %s: %v", strings.Join(argv, " "), err)}
 	}
+	if len(outs) == 1 {
+		go func() {
+			pump(out, r.em, r.cfg.FlushDelay, sc.masks, stdoutStream)
+			close(p.pumped)
+		}()
+		return p, nil
+	}
+	var wg sync.WaitGroup
+	for i, f := range outs {
+		s := stdoutStream
+		if i > 0 {
+			s = stderrStream
+		}
+		wg.Go(func() { pump(f, r.em, r.cfg.FlushDelay, sc.masks, s) })
+	}
 	go func() {
-		pump(out, r.em, r.cfg.FlushDelay, sc.masks)
+		wg.Wait()
 		close(p.pumped)
 	}()
 	return p, nil
@@ -147,7 +185,12 @@ func (r *runner) start(sc scriptStart) (proc, error) {
 // that inherited the output keep it open; after the drain timeout the
 // status is written anyway and their output keeps flowing as it comes
 // (or the group is killed with --kill-leftovers).
-func (r *runner) drain(p *process, out *os.File, pumped chan struct{}) {
+func (r *runner) drain(p *process, outs []*os.File, pumped chan struct{}) {
+	closeAll := func() {
+		for _, f := range outs {
+			f.Close()
+		}
+	}
 	select {
 	case <-pumped:
 	default:
@@ -164,16 +207,16 @@ func (r *runner) drain(p *process, out *os.File, pumped chan struct{}) {
 		select {
 		case <-pumped:
 		case <-time.After(time.Second):
-			out.Close() // a child that left the group still holds it
+			closeAll() // a child that left the group still holds it
 		}
 	}
 	select {
 	case <-pumped:
-		out.Close()
+		closeAll()
 	default:
 		go func() {
 			<-pumped
-			out.Close()
+			closeAll()
 		}()
 	}
 }
@@ -216,6 +259,12 @@ func (r *runner) outputPipe() (*os.File, childEnd, error) {
 	if r.cfg.TTY {
 		return openPty()
 	}
+	return newOutputPipe()
+}
+
+// newOutputPipe returns the shim's read end (non-blocking, on Go's poller)
+// and the script's write end of a new output pipe.
+func newOutputPipe() (*os.File, childEnd, error) {
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
 		return nil, nil, fmt.Errorf("create output pipe: %w", os.NewSyscallError("pipe2", err))

@@ -30,6 +30,10 @@ type scriptStart struct {
 	// env are the job's own variables (env_file), on top of the shim's
 	// environment for scripts.
 	env []string
+	// stderr gives the script's stderr a pipe of its own, sent in stderr
+	// records (the command's "stderr":"separate"); else it shares the
+	// stdout pipe.
+	stderr bool
 }
 
 // proc is a started script.

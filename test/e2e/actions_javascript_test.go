@@ -95,10 +95,10 @@ func TestActionsJSAction(t *testing.T) {
 	}
 
 	res, saved := jsStep(ctx, t, r, "index.js", map[string]string{"message": "hi there", "exit-code": "0"}, nil)
-	wantStart := "js-action: part one, part two: hi there\njs-action: on stderr: hi there\njs-action: node v20."
+	wantStart := "js-action: part one, part two: hi there\njs-action: node v20."
 	wantMid := " at /__e/node20/bin/node, action path " + jsActionDir + "\n"
 	if res.ExitCode != 0 || !strings.HasPrefix(string(res.Stdout), wantStart) || !strings.Contains(string(res.Stdout), wantMid) ||
-		!strings.HasSuffix(string(res.Stdout), "\njs-action: no newline at the end") {
+		!strings.HasSuffix(string(res.Stdout), "\njs-action: no newline at the end") || string(res.Stderr) != "js-action: on stderr: hi there\n" {
 		t.Fatalf("main: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	if r.Outputs["greeting"] != "hello hi there" || r.JobEnv["JS_ACTION_MESSAGE"] != "hi there" || saved["saved"] != "hi there" {

@@ -86,7 +86,7 @@ func TestActionsJob(t *testing.T) {
 		t.Errorf("step 1: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	res = mustStep(ctx, t, r, actionsrunner.Step{Script: "echo failing >&2\nexit 3"})
-	if res.ExitCode != 3 || string(res.Stdout) != "failing\n" {
+	if res.ExitCode != 3 || string(res.Stdout) != "" || string(res.Stderr) != "failing\n" {
 		t.Errorf("step 2: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	res = mustStep(ctx, t, r, actionsrunner.Step{Script: `echo "FOO=bar baz" >> "$GITHUB_ENV"

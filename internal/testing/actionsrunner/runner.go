@@ -38,7 +38,8 @@
 //
 // It records the hook's stdout and stderr as raw bytes, and also as the
 // runner's log shows them (StepLog: line by line, workflow commands
-// interpreted, secrets masked).
+// interpreted, secrets masked), both streams read as they arrive into one
+// log as ProcessInvoker.cs reads them (streams.go).
 package actionsrunner
 
 import (
@@ -121,8 +122,9 @@ type Runner struct {
 	Outputs map[string]string
 	// Summary is the last step's GITHUB_STEP_SUMMARY content.
 	Summary []byte
-	// Log is the job's log as the runner shows the hook's output (each
-	// invocation's stdout, then its stderr), masks included.
+	// Log is the job's log as the runner shows the hook's output (both
+	// streams line by line as they arrived, see hookStreams), masks
+	// included.
 	Log StepLog
 
 	suffix string
@@ -227,12 +229,16 @@ func (r *Runner) Start(ctx context.Context, input []byte) (Result, error) {
 	cmd.Dir = filepath.Join(r.Work, r.Repo, r.Repo)
 	cmd.Stdin = bytes.NewReader(input)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	n := len(r.Log.Lines)
+	streams := newHookStreams(&r.Log)
+	outLines, errLines := streams.writers()
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, outLines), io.MultiWriter(&stderr, errLines)
 	if r.Tee != nil {
-		cmd.Stdout = io.MultiWriter(&stdout, r.Tee)
+		cmd.Stdout = io.MultiWriter(&stdout, outLines, r.Tee)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		streams.finish()
 		return Result{}, fmt.Errorf("start the hook: %w", err)
 	}
 	done := make(chan error, 1)
@@ -248,10 +254,11 @@ func (r *Runner) Start(ctx context.Context, input []byte) (Result, error) {
 		}
 		err = cancel(cmd, done)
 	}
+	// Wait has copied both streams to their ends.
+	outLines.Close()
+	errLines.Close()
+	streams.finish()
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: exitCode(cmd.ProcessState)}
-	n := len(r.Log.Lines)
-	r.Log.Add(res.Stdout)
-	r.Log.Add(res.Stderr)
 	res.Log = slices.Clone(r.Log.Lines[n:])
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
