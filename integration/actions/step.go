@@ -38,6 +38,9 @@ func RunScriptStep(ctx context.Context, h *Hook, in *Input) int {
 	if err != nil {
 		return h.fail("run_script_step: %v", err)
 	}
+	if err := addContainerEnv(&plan.job, st.Env); err != nil {
+		return h.fail("run_script_step: %v", err)
+	}
 	c, err := h.connect()
 	if err != nil {
 		return h.fail("%v", err)
