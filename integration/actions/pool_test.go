@@ -119,12 +119,16 @@ func TestActionsPoolHashesAsTheJobsPod(t *testing.T) {
 		t.Errorf("a job with only a variable option: %s, want nothing beyond the spec", why)
 	}
 	for name, change := range map[string]func(a *PrepareJobArgs, env map[string]string){
-		"another image":           func(a *PrepareJobArgs, _ map[string]string) { a.Container.Image = "bash:4" },
-		"no service":              func(a *PrepareJobArgs, _ map[string]string) { a.Services = nil },
-		"a service's variables":   func(a *PrepareJobArgs, _ map[string]string) { a.Services[0].EnvironmentVariables = map[string]string{"A": "1"} },
+		"another image": func(a *PrepareJobArgs, _ map[string]string) { a.Container.Image = "bash:4" },
+		"no service":    func(a *PrepareJobArgs, _ map[string]string) { a.Services = nil },
+		"a service's variables": func(a *PrepareJobArgs, _ map[string]string) {
+			a.Services[0].EnvironmentVariables = map[string]string{"A": "1"}
+		},
 		"a service's entry point": func(a *PrepareJobArgs, _ map[string]string) { a.Services[0].EntryPoint = "/bin/sh" },
 		"other externals":         func(_ *PrepareJobArgs, env map[string]string) { env[EnvExternalsImage] = ExternalsOff },
-		"a workflow volume":       func(a *PrepareJobArgs, _ map[string]string) { a.Container.UserMountVolumes = []Mount{{TargetVolumePath: "/data"}} },
+		"a workflow volume": func(a *PrepareJobArgs, _ map[string]string) {
+			a.Container.UserMountVolumes = []Mount{{TargetVolumePath: "/data"}}
+		},
 	} {
 		a, e := job(), poolHookEnv(t)
 		change(a, e)
