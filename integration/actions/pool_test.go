@@ -305,3 +305,15 @@ func TestAddContainerEnv(t *testing.T) {
 		t.Errorf("env file %q lacks the variable", env)
 	}
 }
+
+// TETHER_ACTIONS_POOL names a pool: a DNS label, else a settings error
+// naming the variable.
+func TestPoolSetting(t *testing.T) {
+	s, err := SettingsFromEnv(func(k string) string { return map[string]string{EnvPool: "node-jobs"}[k] })
+	if err != nil || s.Pool != "node-jobs" {
+		t.Errorf("pool %q, %v", s.Pool, err)
+	}
+	if _, err := SettingsFromEnv(func(k string) string { return map[string]string{EnvPool: "Node_Jobs"}[k] }); err == nil || !strings.Contains(err.Error(), EnvPool) {
+		t.Errorf("a bad pool name: %v, want an error naming %s", err, EnvPool)
+	}
+}
