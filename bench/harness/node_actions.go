@@ -110,8 +110,9 @@ func firstDiff(got, line []byte) string {
 }
 
 // benchRunner is a runner stand-in under root whose hook is `tether
-// actions` on the node n, its images never pulled.
-func benchRunner(cfg *config, n *node, root string) (*actionsrunner.Runner, error) {
+// actions` on the node n, its images never pulled; extraEnv is added to
+// the hook's environment.
+func benchRunner(cfg *config, n *node, root string, extraEnv ...string) (*actionsrunner.Runner, error) {
 	env := append(os.Environ(),
 		actions.EnvBin+"="+cfg.tether,
 		actions.EnvKubeconfig+"="+n.kubeconfig,
@@ -119,5 +120,6 @@ func benchRunner(cfg *config, n *node, root string) (*actionsrunner.Runner, erro
 		actions.EnvPullPolicy+"=Never",
 		actions.EnvJobTimeout+"=30m",
 	)
+	env = append(env, extraEnv...)
 	return actionsrunner.New(filepath.Join(root, "runner"), filepath.Join(cfg.repo, "deploy", "actions", "tether-hook.sh"), "bench", env)
 }

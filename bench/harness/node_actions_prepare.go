@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
 // Shape of the tool cache actionsPrepareSection copies: 100 MB of
@@ -51,6 +54,18 @@ func actionsPrepareSection(ctx context.Context, cfg *config, _ *workspace, log *
 	sec.tabs = append(sec.tabs, t)
 	sec.notes = append(sec.notes, fmt.Sprintf("Each of %d rounds runs prepare_job (then cleanup_job, not timed) for a runner whose disk is empty and for one whose _work/_tool holds %d random files of %d bytes in 10 directories, "+
 		"which prepare_job copies into the pod over the attach stream (every file checked by its sha256); interleaved; median.", cfg.repeat, benchToolFiles, benchToolFileSize))
+	rounds := max(cfg.repeat, poolRounds)
+	pt, err := actionsPoolPrepare(ctx, cfg, n, rounds, log)
+	if err != nil {
+		sec.notes = append(sec.notes, "**prepare_job on a warm pod FAILED:** "+tailOf([]byte(err.Error()), 800))
+		return sec, nil
+	}
+	t = &table{head: []string{"`tether actions` prepare_job (busybox job container, empty workspace)", "median (whole hook call)", "range"}}
+	t.add("warm: "+actions.EnvPool+" (claims a warm pod)", ms(pt.warm.median()), ms(pt.warm.min())+"–"+ms(pt.warm.max()))
+	t.add("cold: a new pod", ms(pt.cold.median()), ms(pt.cold.min())+"–"+ms(pt.cold.max()))
+	sec.tabs = append(sec.tabs, t)
+	sec.notes = append(sec.notes, fmt.Sprintf("Warm vs cold: each of %d rounds makes one warm pod of a `for: actions` pool with the job's shape (client/kube's WarmPod, as `tether pool serve` does; not timed), "+
+		"then times prepare_job with %s (it claims the warm pod) and without it (a new pod), interleaved; cleanup_job after each, not timed; median.", rounds, actions.EnvPool))
 	return sec, nil
 }
 
@@ -79,12 +94,19 @@ func timePrepare(ctx context.Context, cfg *config, n *node, tool bool) (time.Dur
 			}
 		}
 	}
+	d, _, err := timedPrepare(ctx, r, n.images.build)
+	return d, err
+}
+
+// timedPrepare times prepare_job of r for a job container of image, cleans
+// up after it (not timed) and returns what the hook printed.
+func timedPrepare(ctx context.Context, r *actionsrunner.Runner, image string) (time.Duration, string, error) {
 	start := time.Now()
-	res, err := r.PrepareJob(ctx, n.images.build, nil, nil)
+	res, err := r.PrepareJob(ctx, image, nil, nil)
 	d := time.Since(start)
 	defer func() { _, _ = r.CleanupJob(context.WithoutCancel(ctx)) }()
 	if err != nil || res.ExitCode != 0 {
-		return 0, fmt.Errorf("prepare_job: %v, exit %d: %s", err, res.ExitCode, tailOf(res.Stderr, 600))
+		return 0, "", fmt.Errorf("prepare_job: %v, exit %d: %s", err, res.ExitCode, tailOf(res.Stderr, 600))
 	}
-	return d, nil
+	return d, string(res.Stdout), nil
 }

@@ -48,6 +48,10 @@ type Helper struct {
 	Resources corev1.ResourceRequirements
 }
 
+// PullSecretSuffix ends the name of a pod's own pull Secret
+// (Spec.OwnPullSecret): the pod's name plus this.
+const PullSecretSuffix = "-pull"
+
 // reservedVolumes are the volume names Tether's pod layout uses.
 var reservedVolumes = []string{"tether", "scripts", "files", "podinfo", "tmp"}
 
@@ -232,6 +236,9 @@ func applyShaping(s Spec, pod *corev1.Pod) {
 	}
 	for _, name := range s.ImagePullSecrets {
 		ps.ImagePullSecrets = append(ps.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
+	}
+	if s.OwnPullSecret {
+		ps.ImagePullSecrets = append(ps.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name + PullSecretSuffix})
 	}
 	for _, v := range s.Volumes {
 		ps.Volumes = append(ps.Volumes, *v.DeepCopy())

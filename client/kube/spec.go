@@ -236,6 +236,14 @@ type Spec struct {
 	Affinity *corev1.Affinity
 	// ImagePullSecrets name the Secrets used to pull private images.
 	ImagePullSecrets []string
+	// OwnPullSecret adds a pull Secret named after the pod (Name plus
+	// PullSecretSuffix) to its imagePullSecrets, after ImagePullSecrets:
+	// the caller creates it once the pod exists (owned by the pod), for
+	// credentials that arrive with the job. A pod's imagePullSecrets are
+	// fixed at its creation, so a warm pod names its own too; the claimer
+	// creates the Secret. The kubelet pulls without a Secret that does
+	// not exist yet. PoolHash covers the setting, not the pod's name.
+	OwnPullSecret bool
 	// Volumes are added to the pod and VolumeMounts to the build container
 	// (emptyDir, PVC, hostPath, ConfigMap, Secret, …). Their names must
 	// not be one of Tether's own volumes (tether, scripts, podinfo, tmp)

@@ -17,6 +17,8 @@ var Access = []Permission{
 	{Resource: "secrets", Verbs: []string{"create", "get", "update", "delete"},
 		For: "prepare_job keeps the job container's env and the registry credentials in Secrets owned by the pod; run_container_step adds a step's credentials to the pull Secret and keeps its env in a Secret it deletes after the step"},
 	{Resource: "events", Verbs: []string{"list", "watch"}, For: "prepare_job reports the pod's events (image pulls, scheduling) while it starts; a step learns who preempted its pod"},
+	{Resource: "pods", Verbs: []string{"update"}, For: "with " + EnvPool + ": prepare_job claims a warm pod (else every job creates its pod)"},
+	{Resource: "events", Verbs: []string{"create"}, For: "with " + EnvPool + ": prepare_job records why a job found no warm pod (tether pool status counts them)"},
 	{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"create"},
 		For: "prepare_job protects the job's pod from node drains with a PodDisruptionBudget owned by the pod (without it the job runs unprotected, with a warning)"},
 }

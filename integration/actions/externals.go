@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/actionspod"
 )
 
 // Settings of the runner's externals (node20, node20_alpine, ...) in the
@@ -27,22 +28,19 @@ const (
 	// only run: steps start a little faster).
 	ExternalsOff = "none"
 	// DefaultExternalsDir is the externals directory in ARC's runner image.
-	DefaultExternalsDir = "/home/runner/externals"
+	DefaultExternalsDir = actionspod.DefaultExternalsDir
 	// ExternalsDir is where the job container sees the externals (read
 	// only), as the runner translates them.
-	ExternalsDir = "/__e"
+	ExternalsDir = actionspod.ExternalsDir
 )
 
 // runnerContainer is the name of the runner's container in ARC's runner
 // pods.
 const runnerContainer = "runner"
 
-// externalsVolume is the job pod's emptyDir that holds the externals.
-const externalsVolume = "actions-externals"
-
 // externalsCopy names the externals' kube.ImageCopy (its init container is
 // kube.ImageCopyPrefix+externalsCopy).
-const externalsCopy = "externals"
+const externalsCopy = actionspod.ExternalsCopy
 
 // externalsImage is the image the externals come from: the setting, else
 // ACTIONS_RUNNER_IMAGE, else the runner pod's runner container's image;
@@ -90,10 +88,7 @@ func addExternals(spec *kube.Spec, getenv func(string) string, runner *corev1.Po
 	if !strings.HasPrefix(dir, "/") {
 		return fmt.Errorf("%s=%q: want an absolute path in the image %s", EnvExternalsDir, dir, image)
 	}
-	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: externalsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	spec.VolumeMounts = append(spec.VolumeMounts, corev1.VolumeMount{Name: externalsVolume, MountPath: ExternalsDir, ReadOnly: true})
-	spec.ImageCopies = append(spec.ImageCopies, kube.ImageCopy{Name: externalsCopy, Image: image, Dir: dir, Volume: externalsVolume, Optional: guessed})
-	return nil
+	return actionspod.Externals{Image: image, Dir: dir, Optional: guessed}.AddTo(spec)
 }
 
 // externalsAdvice is what a step that needs a missing external is told.

@@ -5,19 +5,21 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/tether-ci/tether/internal/actionspod"
 )
 
 // Paths inside the job container, as the runner translates them
 // (actions/runner ContainerOperationProvider.cs).
 const (
 	// WorkDir is the runner's _work directory in the container.
-	WorkDir = "/__w"
+	WorkDir = actionspod.WorkDir
 	// TempDir is the runner's _work/_temp in the container.
 	TempDir = "/__w/_temp"
 	// FileCommandsDir holds the file-command files (GITHUB_ENV, ...).
 	FileCommandsDir = "/__w/_temp/_runner_file_commands"
 	// GitHubDir holds HomeDir and WorkflowDir.
-	GitHubDir = "/github"
+	GitHubDir = actionspod.GitHubDir
 	// HomeDir is the job container's HOME.
 	HomeDir = "/github/home"
 	// WorkflowDir holds the event payload (event.json).
@@ -26,8 +28,8 @@ const (
 
 // Names of the job pod's own volumes (emptyDirs).
 const (
-	workVolume   = "actions-work"
-	githubVolume = "actions-github"
+	workVolume   = actionspod.WorkVolume
+	githubVolume = actionspod.GitHubVolume
 )
 
 // LabelRunnerPod is set on a job pod to the runner pod's name
@@ -39,9 +41,7 @@ const LabelRunnerPod = "tether.dev/actions-runner-pod"
 // it starts (job container, services, container steps) before the
 // container's own, which win: GITHUB_ACTIONS=true and CI=true (actions/runner
 // DockerCommandManager.cs, DockerCreate).
-func runnerContainerEnv() map[string]string {
-	return map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"}
-}
+func runnerContainerEnv() map[string]string { return actionspod.ContainerEnv() }
 
 // fileCommandVars are the step variables naming file-command files.
 var fileCommandVars = []string{"GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY"}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
 	"strings"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/integration/actions/internal/shell"
 	"github.com/tether-ci/tether/integration/actions/internal/transfer"
+	"github.com/tether-ci/tether/internal/actionspod"
 )
 
 // PrepareJob is prepare_job: it creates the job's pod (the job container
@@ -82,10 +82,14 @@ func prepareJob(ctx context.Context, h *Hook, in *hookapi.Input, after *afterExi
 		// (addStepCredentials).
 		pullConfig = []byte(emptyDockerConfig)
 	}
-	// The pod's name is chosen here, so its imagePullSecrets can name the
-	// Secret created (owned by the pod) right after it.
+	if h.Settings.Pool != "" {
+		if claimed, err := prepareWarm(ctx, h, c, shape, spec, &args, runner, disk, pullConfig, in.ResponseFile, after); claimed {
+			return err
+		}
+	}
+	// The pod's imagePullSecrets name its own pull Secret (created, owned
+	// by the pod, right after it): spec.OwnPullSecret.
 	spec.Name = kube.NewPodName()
-	spec.ImagePullSecrets = append(spec.ImagePullSecrets, spec.Name+pullSecretSuffix)
 	objs, err := kube.Build(spec)
 	if err != nil {
 		return fmt.Errorf("cannot build the job's pod: %w", err)
@@ -106,6 +110,17 @@ func prepareJob(ctx context.Context, h *Hook, in *hookapi.Input, after *afterExi
 		return fmt.Errorf("cannot create the job's pod: %w", err)
 	}
 	st := &hookapi.State{Pod: pod.Name, Namespace: pod.Namespace}
+	rollBackOnFailure(ctx, h, pod, st, after)
+	if err := createPullSecret(ctx, c, pod, objs.Job.ID, pullConfig); err != nil {
+		return err
+	}
+	fmt.Fprintf(h.Stdout, "tether: pod %s/%s created (image %s)\n", pod.Namespace, pod.Name, args.Container.Image)
+	return prepareCreated(ctx, h, c, pod, st, &args, disk, in.ResponseFile)
+}
+
+// rollBackOnFailure deletes the job's pod when the prepare fails (after
+// runs it once the command's outcome is known).
+func rollBackOnFailure(ctx context.Context, h *Hook, pod *kube.Pod, st *hookapi.State, after *afterExit) {
 	after.add(func(failed bool) {
 		if !failed {
 			return
@@ -116,16 +131,12 @@ func prepareJob(ctx context.Context, h *Hook, in *hookapi.Input, after *afterExi
 			h.warn("cannot delete the job's pod %s/%s after the failed prepare (cleanup_job tries again): %v", st.Namespace, st.Pod, err)
 		}
 	})
-	if err := createPullSecret(ctx, c, pod, objs.Job.ID, pullConfig); err != nil {
-		return err
-	}
-	return prepareCreated(ctx, h, c, pod, st, &args, disk, in.ResponseFile)
 }
 
-// prepareCreated waits for the created pod, probes it, copies the runner's
-// disk into it and writes the response; an error means the pod must go.
+// prepareCreated waits for the job's pod (created or claimed), probes it,
+// copies the runner's disk into it and writes the response; an error
+// means the pod must go.
 func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *hookapi.State, args *PrepareJobArgs, disk *runnerDisk, responseFile string) error {
-	fmt.Fprintf(h.Stdout, "tether: pod %s/%s created (image %s)\n", pod.Namespace, pod.Name, args.Container.Image)
 	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: h.Settings.PrepareTimeout, ScheduleTimeout: h.Settings.Pod.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("stopped while the job's pod was starting: %w", context.Cause(ctx))
@@ -143,29 +154,29 @@ func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st 
 	return hookapi.WriteResponse(responseFile, resp)
 }
 
-// jobSpec is the job's pod: the job container's image and variables (plus
-// GITHUB_ACTIONS and CI, as the runner's docker containers get them), the
-// runner's directories as emptyDirs, the services, and the settings' pod
-// shaping.
+// jobSpec is the job's pod: actionspod's shape of the job container's
+// image, the services and the settings' pod shaping, plus the job's own:
+// its variables (GITHUB_ACTIONS and CI, as the runner's docker containers
+// get them, and the workflow's), its timeouts and the runner pod's label.
 func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kube.Spec, error) {
 	ctr := args.Container
-	spec := kube.Spec{
-		Namespace: namespace, Image: ctr.Image, HelperImage: s.HelperImage, Serve: true,
-		PullPolicy: s.PullPolicy, Timeout: s.JobTimeout, IdleTimeout: s.IdleTimeout,
-		Env: runnerContainerEnv(),
+	shape := actionspod.Shape{Namespace: namespace, Image: ctr.Image, HelperImage: s.HelperImage, PullPolicy: s.PullPolicy,
+		Pod: s.Pod, ServiceAccount: s.ServiceAccount, NodeSelector: s.NodeSelector}
+	for i, svc := range args.Services {
+		if svc.Image == "" {
+			return kube.Spec{}, fmt.Errorf("service %d has no image", i)
+		}
+		a, err := shell.SplitArgs(svc.EntryPointArgs)
+		if err != nil {
+			return kube.Spec{}, fmt.Errorf("service %d (%s): %w", i, svc.Image, err)
+		}
+		shape.Services = append(shape.Services, actionspod.Service{Image: svc.Image, EntryPoint: svc.EntryPoint, Args: a, Env: svc.EnvironmentVariables})
 	}
-	if err := s.Pod.ApplyTo(&spec); err != nil {
+	spec, err := shape.Spec()
+	if err != nil { // the services are checked above: the settings are wrong
 		return spec, fmt.Errorf("%s: %w", EnvConfig, err)
 	}
-	if s.ServiceAccount != "" {
-		spec.ServiceAccountName = s.ServiceAccount
-	}
-	if len(s.NodeSelector) > 0 {
-		if spec.NodeSelector == nil {
-			spec.NodeSelector = map[string]string{}
-		}
-		maps.Copy(spec.NodeSelector, s.NodeSelector)
-	}
+	spec.Timeout, spec.IdleTimeout, spec.Env = s.JobTimeout, s.IdleTimeout, runnerContainerEnv()
 	for k, v := range ctr.EnvironmentVariables {
 		if strings.HasPrefix(k, kube.ShimEnvPrefix) {
 			return spec, fmt.Errorf("the job container's variable %s: names starting with %s are reserved for tether-shim's settings: rename it", k, kube.ShimEnvPrefix)
@@ -178,54 +189,12 @@ func jobSpec(s Settings, args *PrepareJobArgs, namespace, runnerPod string) (kub
 		}
 		spec.Labels[LabelRunnerPod] = runnerPod
 	}
-	for _, v := range []struct{ name, path string }{{workVolume, WorkDir}, {githubVolume, GitHubDir}} {
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: v.name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		spec.VolumeMounts = append(spec.VolumeMounts, corev1.VolumeMount{Name: v.name, MountPath: v.path})
-	}
-	aliases := map[string]bool{"localhost": true}
-	for i, svc := range args.Services {
-		if svc.Image == "" {
-			return spec, fmt.Errorf("service %d has no image", i)
-		}
-		ks := kube.Service{Image: svc.Image, Env: runnerContainerEnv()}
-		if svc.EntryPoint != "" {
-			ks.Command = []string{svc.EntryPoint}
-		}
-		a, err := shell.SplitArgs(svc.EntryPointArgs)
-		if err != nil {
-			return spec, fmt.Errorf("service %d (%s): %w", i, svc.Image, err)
-		}
-		ks.Args = a
-		maps.Copy(ks.Env, svc.EnvironmentVariables)
-		if alias := imageAlias(svc.Image); alias != "" && !aliases[alias] {
-			aliases[alias] = true
-			ks.Aliases = []string{alias}
-		}
-		spec.Services = append(spec.Services, ks)
-	}
 	return spec, nil
 }
 
 // imageAlias is the host name a service is reached under besides
-// localhost: its image's name without registry, path, tag or digest
-// (redis:7 → redis), as the reference hook names its containers. The hook
-// never learns the service's label in the workflow.
-func imageAlias(image string) string {
-	if i := strings.IndexByte(image, '@'); i >= 0 {
-		image = image[:i]
-	}
-	if i := strings.LastIndexByte(image, '/'); i >= 0 {
-		image = image[i+1:]
-	}
-	if i := strings.IndexByte(image, ':'); i >= 0 {
-		image = image[:i]
-	}
-	image = strings.ToLower(image)
-	if len(validation.IsDNS1123Label(image)) > 0 {
-		return ""
-	}
-	return image
-}
+// localhost (actionspod.ServiceAlias).
+func imageAlias(image string) string { return actionspod.ServiceAlias(image) }
 
 // runnerPod reads the runner's pod: it becomes the job pod's owner, so the
 // job pod goes with it, and its image is the externals' default.
@@ -255,6 +224,9 @@ func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir s
 		dirs = shell.Quote(workdir)
 	}
 	job := transfer.ScriptJob(client.NewJobID("prepare"), "prepare.sh", fmt.Appendf(nil, probeScript, dirs))
+	// A claimed warm pod's shim learns the job's deadline and TTL here
+	// (kube.Claim); a created pod's has them from its start.
+	job.Deadline, job.TTL = pod.Job.Deadline, pod.Job.TTL
 	res, out, err := c.runHelper(ctx, h, pod, job, client.Options{})
 	if err != nil {
 		return false, fmt.Errorf("cannot run the preparing script in the job container: %w", err)

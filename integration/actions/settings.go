@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tether-ci/tether/settings"
 )
@@ -50,6 +51,10 @@ const (
 	// into the job pod (the workspace, _tool and _github_home together): a
 	// Kubernetes quantity (512Mi, 2Gi) or bytes, default DefaultCopyLimit.
 	EnvCopyLimit = "TETHER_ACTIONS_COPY_LIMIT"
+	// EnvPool names a pool of warm pods (`tether pool serve`, a pool with
+	// for: actions) in the job pods' namespace: prepare_job claims one of
+	// its pods when it has the job's pod shape, else creates the pod.
+	EnvPool = "TETHER_ACTIONS_POOL"
 	// EnvDebug, when "1" or "true", logs the hook's diagnostics to stderr.
 	EnvDebug = "TETHER_ACTIONS_DEBUG"
 	// EnvBin is read by the launcher (deploy/actions/tether-hook.sh): the
@@ -114,6 +119,8 @@ type Settings struct {
 	// CopyLimit is the most bytes prepare_job copies from the runner's
 	// disk into the job pod (EnvCopyLimit).
 	CopyLimit int64
+	// Pool is the pool of warm pods prepare_job claims from ("" none).
+	Pool string
 	// Debug logs the hook's diagnostics to stderr.
 	Debug bool
 }
@@ -128,6 +135,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		HelperImage:    getenv(EnvHelperImage),
 		PullPolicy:     corev1.PullPolicy(getenv(EnvPullPolicy)),
 		ServiceAccount: getenv(EnvServiceAccount),
+		Pool:           getenv(EnvPool),
 		JobTimeout:     DefaultJobTimeout,
 		IdleTimeout:    DefaultIdleTimeout,
 		PrepareTimeout: DefaultPrepareTimeout,
@@ -156,6 +164,9 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 			continue
 		}
 		*d.to = t
+	}
+	if s.Pool != "" && len(validation.IsDNS1123Label(s.Pool)) > 0 {
+		errs = append(errs, fmt.Errorf("%s=%q: want a pool's name (a DNS label, key name: in the pools file)", EnvPool, s.Pool))
 	}
 	if v := getenv(EnvPrepareTimeout); v != "" {
 		n, err := strconv.Atoi(v)

@@ -29,6 +29,7 @@ var SettingsTable = []Setting{
 	{EnvExternalsImage, "image the runner's externals (node for JavaScript actions) are copied out of (default " + EnvRunnerImage + ", else the runner pod's image; " + ExternalsOff + ": none)"},
 	{EnvExternalsDir, "the externals directory in that image (default " + DefaultExternalsDir + ")"},
 	{EnvCopyLimit, "most bytes prepare_job copies from the runner's workspace, _tool and _github_home into the job pod (default 1Gi)"},
+	{EnvPool, "a pool of warm pods (tether pool serve, for: actions): prepare_job claims one when its image, services and settings are the job's, else creates the pod"},
 	{EnvDebug, "1: diagnostics on stderr"},
 	{EnvRunnerPodName, "the runner's pod: owner of the job pods"},
 	{EnvRunnerNamespace, "the job pods' namespace when " + EnvNamespace + " is not set"},

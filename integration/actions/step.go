@@ -38,6 +38,9 @@ func runScriptStep(ctx context.Context, h *Hook, in *hookapi.Input, _ *afterExit
 	if err != nil {
 		return fmt.Errorf("run_script_step: %w", err)
 	}
+	if err := addContainerEnv(&plan.job, st.Env); err != nil {
+		return fmt.Errorf("run_script_step: %w", err)
+	}
 	c, err := h.connect()
 	if err != nil {
 		return err

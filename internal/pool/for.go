@@ -22,6 +22,9 @@ const (
 	// ForGitLab: jobs of `tether gitlab` with its pool setting; the pods
 	// have the driver's shape (gitlabpod.Shape) from the GitLab keys.
 	ForGitLab = "gitlab"
+	// ForActions: jobs of `tether actions` with TETHER_ACTIONS_POOL; the
+	// pods have the hook's shape (actionspod.Shape) from the Actions keys.
+	ForActions = "actions"
 )
 
 // GitLab are the keys of a pool for GitLab jobs, named and meaning as
@@ -35,15 +38,18 @@ type GitLab struct {
 	HelperResources settings.Resources
 	// BuildsDir and CacheDir are the driver's builds-dir and cache-dir.
 	BuildsDir, CacheDir string
-	// PullPolicy is the driver's pull-policy ("" for Kubernetes').
-	PullPolicy string
 }
 
 // gitlabKeys are the keys of a pool for GitLab jobs only.
-var gitlabKeys = []string{"gitlab-helper-image", "gitlab-helper-cpu", "gitlab-helper-memory", "gitlab-helper-requests", "gitlab-helper-limits", "builds-dir", "cache-dir", "pull-policy"}
+var gitlabKeys = []string{"gitlab-helper-image", "gitlab-helper-cpu", "gitlab-helper-memory", "gitlab-helper-requests", "gitlab-helper-limits", "builds-dir", "cache-dir"}
 
-// securityKeys are `tether run`'s keys the GitLab driver has not.
+// securityKeys are `tether run`'s keys the GitLab driver and the Actions
+// hook have not.
 var securityKeys = []string{"restricted", "run-as-user", "read-only-root"}
+
+// pullPolicyKeys are the keys of the integrations that set one pull
+// policy on every image of the pod (GitLab, Actions).
+var pullPolicyKeys = []string{"pull-policy"}
 
 // addFlags registers the GitLab keys on fs.
 func (g *GitLab) addFlags(fs *pflag.FlagSet) {
@@ -51,15 +57,19 @@ func (g *GitLab) addFlags(fs *pflag.FlagSet) {
 	g.HelperResources.AddFlags(fs, "gitlab-helper-", "the helper container (for: gitlab)")
 	fs.StringVar(&g.BuildsDir, "builds-dir", gitlabpod.DefaultBuildsDir, "for: gitlab: the driver's builds-dir")
 	fs.StringVar(&g.CacheDir, "cache-dir", gitlabpod.DefaultCacheDir, "for: gitlab: the driver's cache-dir")
-	fs.StringVar(&g.PullPolicy, "pull-policy", "", "for: gitlab: the driver's pull-policy: Always, IfNotPresent or Never")
 }
 
 // checkKeys refuses keys that do not belong to the pool's kind: fs is
 // the pool's FlagSet after its values were set.
 func (p *Pool) checkKeys(fs *pflag.FlagSet) error {
-	other := gitlabKeys
-	if p.For == ForGitLab {
-		other = securityKeys
+	var other []string
+	switch p.For {
+	case ForGitLab:
+		other = concat(securityKeys, actionsKeys)
+	case ForActions:
+		other = concat(securityKeys, gitlabKeys)
+	default:
+		other = concat(gitlabKeys, actionsKeys, pullPolicyKeys)
 	}
 	for _, k := range other {
 		if fs.Changed(k) {
@@ -67,6 +77,14 @@ func (p *Pool) checkKeys(fs *pflag.FlagSet) error {
 		}
 	}
 	return nil
+}
+
+func concat(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
 }
 
 // validate checks the GitLab keys as the driver checks its own.
@@ -82,17 +100,21 @@ func (g *GitLab) validate() error {
 			return fmt.Errorf("%s %q must be an absolute path", name, dir)
 		}
 	}
-	switch corev1.PullPolicy(g.PullPolicy) {
-	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
-	default:
-		return fmt.Errorf("pull-policy %q: want Always, IfNotPresent or Never", g.PullPolicy)
-	}
 	return nil
 }
 
+// validatePullPolicy checks the pull-policy key.
+func validatePullPolicy(policy string) error {
+	switch corev1.PullPolicy(policy) {
+	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+		return nil
+	}
+	return fmt.Errorf("pull-policy %q: want Always, IfNotPresent or Never", policy)
+}
+
 // shape returns the driver's shape of the pool's pods.
-func (g *GitLab) shape() (gitlabpod.Shape, error) {
-	sh := gitlabpod.Shape{BuildsDir: g.BuildsDir, CacheDir: g.CacheDir, PullPolicy: corev1.PullPolicy(g.PullPolicy)}
+func (g *GitLab) shape(pullPolicy string) (gitlabpod.Shape, error) {
+	sh := gitlabpod.Shape{BuildsDir: g.BuildsDir, CacheDir: g.CacheDir, PullPolicy: corev1.PullPolicy(pullPolicy)}
 	if g.HelperImage != "none" {
 		res, err := g.HelperResources.Requirements()
 		if err != nil {

@@ -43,8 +43,13 @@ type Pool struct {
 	// For says whose jobs claim the pool's pods (key for): ForRun (""
 	// too) or ForGitLab.
 	For string
+	// PullPolicy is the pull policy of every image of the pods (key
+	// pull-policy; GitLab and Actions pools, "" Kubernetes').
+	PullPolicy string
 	// GitLab are the keys of a pool for GitLab jobs.
 	GitLab GitLab
+	// Actions are the keys of a pool for GitHub Actions jobs.
+	Actions Actions
 
 	// The pod settings, under the keys of `tether run`'s flags.
 	settings.Pod
@@ -60,10 +65,12 @@ func NewFlagSet(p *Pool) *pflag.FlagSet {
 	fs.DurationVar(&p.MaxIdle, "max-idle", DefaultMaxIdle, "a warm pod older than this is replaced; without the controller it ends itself after it")
 	fs.StringVar(&p.Image, "image", "", "image of the build container (required)")
 	fs.StringVar(&p.HelperImage, "helper-image", contract.DefaultHelperImage(), "image that carries tether-shim")
-	fs.StringVar(&p.For, "for", ForRun, "whose jobs claim the pool's pods: run (tether run --pool) or gitlab (tether gitlab's pool setting; the pods get the driver's shape from the gitlab-… keys)")
+	fs.StringVar(&p.For, "for", ForRun, "whose jobs claim the pool's pods: run (tether run --pool), gitlab (tether gitlab's pool setting; the pods get the driver's shape from the gitlab-… keys) or actions (tether actions' TETHER_ACTIONS_POOL; the hook's shape from the actions-… keys)")
+	fs.StringVar(&p.PullPolicy, "pull-policy", "", "for: gitlab or actions: the pull policy of every image of the pods (the driver's pull-policy, the hook's TETHER_ACTIONS_PULL_POLICY): Always, IfNotPresent or Never")
 	p.Pod.AddFlags(fs)
 	p.Security.AddFlags(fs)
 	p.GitLab.addFlags(fs)
+	p.Actions.addFlags(fs)
 	return fs
 }
 
@@ -91,8 +98,15 @@ func (p *Pool) Validate() error {
 		if err := p.GitLab.validate(); err != nil {
 			return err
 		}
+	case ForActions:
+		if err := p.Actions.validate(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("--for %q: want %s or %s", p.For, ForRun, ForGitLab)
+		return fmt.Errorf("--for %q: want %s, %s or %s", p.For, ForRun, ForGitLab, ForActions)
+	}
+	if err := validatePullPolicy(p.PullPolicy); err != nil {
+		return err
 	}
 	if err := p.Security.Validate(); err != nil {
 		return err
@@ -122,7 +136,8 @@ func (p *Pool) WarmPod(spec kube.Spec) (*kube.Objects, error) {
 // image, helper image, security and pod settings, as `tether run` sets
 // them for a job with the same flags; for GitLab jobs (For), the pod
 // settings and the driver's shape, as `tether gitlab` sets them for a
-// job with the same settings. Validate first.
+// job with the same settings; for Actions jobs, the hook's shape of a job
+// with the pool's image, services and settings. Validate first.
 func (p *Pool) Spec(namespace string) (kube.Spec, error) {
 	spec := kube.Spec{Namespace: namespace, Image: p.Image, HelperImage: p.HelperImage}
 	if p.For == ForGitLab {
@@ -131,12 +146,17 @@ func (p *Pool) Spec(namespace string) (kube.Spec, error) {
 		if err := p.Pod.ApplyTo(&spec); err != nil {
 			return kube.Spec{}, err
 		}
-		sh, err := p.GitLab.shape()
+		sh, err := p.GitLab.shape(p.PullPolicy)
 		if err != nil {
 			return kube.Spec{}, err
 		}
 		sh.Apply(&spec)
 		return spec, nil
+	}
+	if p.For == ForActions {
+		// As `tether actions` shapes a job's pod before the workflow's
+		// container options (actionspod.Shape).
+		return p.Actions.shape(p, namespace).Spec()
 	}
 	p.Security.ApplyTo(&spec)
 	if err := p.Pod.ApplyTo(&spec); err != nil {

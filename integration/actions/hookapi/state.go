@@ -11,6 +11,12 @@ type State struct {
 	// Actions are the action directories (under ActionsDir) already
 	// delivered into the job container.
 	Actions []string `json:"tetherActions,omitempty"`
+	// Env are the job container's variables when its pod is a claimed
+	// warm pod, whose spec holds none (the runner keeps the state and
+	// hands it to every command): each script step gets them over the
+	// attach stream (addContainerEnv). Empty for a created pod, whose
+	// container has them.
+	Env map[string]string `json:"tetherEnv,omitempty"`
 }
 
 // ErrNoState is the error of a command that needs the job's pod without

@@ -1,0 +1,99 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
+	"github.com/tether-ci/tether/protocol"
+)
+
+// MissOptions is why prepare_job did not ask the pool for a warm pod: the
+// workflow's container options or the hook template change the job's pod
+// beyond what a pool declares (actionspod.Shape), so no warm pod has it.
+const MissOptions = "options"
+
+// prepareWarm is prepare_job on a warm pod of the pool setting
+// (kube.Claim): spec is the job's pod as jobSpec, addExternals and
+// shape.shapeSpec made it. claimed is false when no pod was claimed (why
+// is logged at debug level; kube.Claim records its misses as Events):
+// the caller creates the job's pod at once. A claimed pod gets what
+// belongs to the job after the claim: its owner (the runner's pod) and
+// labels at the claim, its pull Secret, the job's deadline and TTL with
+// the first job over the stream, the runner's disk copied over the
+// stream, and the job container's variables in the state, from which
+// every script step gets them over the stream (its spec holds none).
+// The response, state, steps and cleanup are a created pod's.
+func prepareWarm(ctx context.Context, h *Hook, c *cluster, shape *podShape, spec kube.Spec, args *PrepareJobArgs, runner *corev1.Pod, disk *runnerDisk, pullConfig []byte, responseFile string, after *afterExit) (claimed bool, err error) {
+	log, pool := h.logger(), h.Settings.Pool
+	if why := shapedBeyondSpec(shape, spec, args.Services); why != "" {
+		log.Debug("no warm pod for the job: starting a pod of its own", "pool", pool, "reason", MissOptions, "why", why)
+		return false, nil
+	}
+	req := kube.ClaimRequest{Pool: pool, Spec: spec, Logger: log}
+	if runner != nil {
+		ref := kube.PodOwner(runner.Name, runner.UID)
+		req.Owner = &ref
+	}
+	pod, err := kube.Claim(ctx, c.cs, req)
+	if err != nil {
+		var miss *kube.MissError
+		if errors.As(err, &miss) {
+			log.Debug("no warm pod for the job: starting a pod of its own", "pool", pool, "reason", string(miss.Reason), "err", miss.Err)
+		} else { // a spec Build refuses: the created pod's error says why
+			log.Debug("no warm pod for the job: starting a pod of its own", "pool", pool, "err", err)
+		}
+		return false, nil
+	}
+	fmt.Fprintf(h.Stdout, "tether: claimed warm pod %s/%s of pool %s (image %s)\n", pod.Namespace, pod.Name, pool, args.Container.Image)
+	st := &hookapi.State{Pod: pod.Name, Namespace: pod.Namespace, Env: spec.Env}
+	rollBackOnFailure(ctx, h, pod, st, after)
+	if err := createPullSecret(ctx, c, pod, pod.Job.ID, pullConfig); err != nil {
+		return true, err
+	}
+	return true, prepareCreated(ctx, h, c, pod, st, args, disk, responseFile)
+}
+
+// shapedBeyondSpec says what of the job's pod shape.shapePod would change
+// beyond spec (the workflow's container options a kube.Spec does not
+// carry, the hook template), "" when nothing: only then can a warm pod,
+// built from a spec alone, be the job's pod.
+func shapedBeyondSpec(shape *podShape, spec kube.Spec, services []Container) string {
+	s := spec
+	s.Name = "tether-pool-check"
+	objs, err := kube.Build(s)
+	if err != nil {
+		return err.Error()
+	}
+	before := objs.Pod.DeepCopy()
+	if err := shapeObjects(shape, objs, services, func(string, ...any) {}); err != nil {
+		return err.Error()
+	}
+	if !apiequality.Semantic.DeepEqual(before, objs.Pod) {
+		return "the workflow's container options or the hook template (" + EnvHookTemplate + ") change the job's pod"
+	}
+	return ""
+}
+
+// addContainerEnv gives the step's job the job container's variables as
+// an env file over the stream (a claimed warm pod's; State.Env): the
+// shim puts them under the step's own, as a created pod's container
+// environment is. Nothing without variables.
+func addContainerEnv(job *client.Job, env map[string]string) error {
+	if len(env) == 0 {
+		return nil
+	}
+	data, err := protocol.EncodeEnvFile(env)
+	if err != nil {
+		return fmt.Errorf("the job container's variables: %w", err)
+	}
+	job.EnvFile = kube.FilesDir + "/.env-" + job.ID
+	job.Files = append(job.Files, client.File{Path: job.EnvFile, Content: data, Mode: 0o600})
+	return nil
+}

@@ -1,0 +1,151 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/internal/contract"
+	"github.com/tether-ci/tether/internal/pool"
+	"github.com/tether-ci/tether/internal/testing/actionsrunner"
+)
+
+// actionsPoolSpec is the spec of the warm pods of a pool for Actions
+// jobs named name in ns: the job container's image BashImage, no
+// services, no externals, as newActionsRunner's hook makes its pods with
+// TETHER_ACTIONS_EXTERNALS_IMAGE=none.
+func actionsPoolSpec(t *testing.T, ns, name string) kube.Spec {
+	t.Helper()
+	pools, err := pool.Parse("pools.yaml", fmt.Appendf(nil, `pools:
+- name: %s
+  for: actions
+  image: %s
+  helper-image: %s
+  pull-policy: Never
+`, name, BashImage, HelperImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := pools[0].Spec(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// TestActionsPoolWarmHitAndMiss: with TETHER_ACTIONS_POOL, a job whose
+// container image is the pool's runs on the pool's warm pod (claimed by
+// prepare_job, owned by the runner's pod from the claim), its script
+// steps see the job container's variables, a container step runs in it,
+// and cleanup_job deletes it; a job of another image starts a pod of its
+// own. The job's secrets (a job container variable, a step variable) are
+// never in the warm pod, a ConfigMap or Secret of the namespace, or the
+// pod's log, before or after the claim.
+func TestActionsPoolWarmHitAndMiss(t *testing.T) {
+	c := NewCluster(t)
+	ns := c.NewNamespace(t, "apool")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	owner := c.CreatePod(ctx, t, SimplePod(ns, "runner-0", BusyboxImage, "sleep", "3600"))
+	warm := startWarmPods(ctx, t, c, "act", actionsPoolSpec(t, ns, "act"), 1)
+	const jobSecret, stepSecret = "job-secret-8d2e41", "step-secret-3f90ab"
+	noSecret := func(when string) {
+		t.Helper()
+		pod, err := c.Client.CoreV1().Pods(ns).Get(ctx, warm[0], metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cms, _ := c.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		secs, _ := c.Client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+		b, _ := json.Marshal([]any{pod, cms, secs})
+		rc, err := c.Client.CoreV1().Pods(ns).GetLogs(warm[0], &corev1.PodLogOptions{Container: kube.BuildContainer}).Stream(ctx)
+		if err != nil {
+			t.Fatalf("%s: read the pod's log: %v", when, err)
+		}
+		defer rc.Close()
+		logs, _ := io.ReadAll(rc)
+		for _, s := range []string{jobSecret, stepSecret} {
+			if strings.Contains(string(b), s) || strings.Contains(string(logs), s) {
+				t.Errorf("%s: the warm pod, a ConfigMap, a Secret or the pod's log holds %s", when, s)
+			}
+		}
+	}
+	noSecret("before the claim")
+	hookEnv := []string{actions.EnvRunnerPodName + "=runner-0", actions.EnvPool + "=act", actions.EnvExternalsImage + "=" + actions.ExternalsOff}
+
+	// Another image: a pod of its own; the warm pod stays idle.
+	other := newActionsRunner(t, c, ns, hookEnv...)
+	res, err := other.PrepareJob(ctx, BusyboxImage, nil, nil)
+	if err != nil || res.ExitCode != 0 || strings.Contains(string(res.Stdout), "claimed warm pod") {
+		t.Fatalf("prepare_job of another image: %v, exit %d\nstdout %s\nstderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if r := mustStep(ctx, t, other, actionsrunner.Step{Script: "hostname"}); strings.TrimSpace(string(r.Stdout)) == warm[0] {
+		t.Fatalf("a job of another image ran on the warm pod %s", warm[0])
+	}
+	if res, err := other.CleanupJob(ctx); err != nil || res.ExitCode != 0 {
+		t.Fatalf("cleanup_job: %v, exit %d, stderr %s", err, res.ExitCode, res.Stderr)
+	}
+
+	// The pool's image: a hit.
+	hit := newActionsRunner(t, c, ns, hookEnv...)
+	res, err = hit.PrepareJob(ctx, BashImage, map[string]string{"JOB_TOKEN": jobSecret}, nil)
+	if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "claimed warm pod "+ns+"/"+warm[0]+" of pool act") {
+		t.Fatalf("prepare_job of the pool's image: %v, exit %d\nstdout %s\nstderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	var resp actions.PrepareResponse
+	if err := json.Unmarshal([]byte(res.Response), &resp); err != nil || resp.State == nil || resp.State.Pod != warm[0] || resp.IsAlpine {
+		t.Fatalf("response %s (%v): want the warm pod in the state", res.Response, err)
+	}
+	pod, err := c.Client.CoreV1().Pods(ns).Get(ctx, warm[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs := pod.OwnerReferences; len(refs) != 1 || refs[0].UID != owner.UID || pod.Labels[actions.LabelRunnerPod] != "runner-0" || pod.Labels[kube.LabelWarm] != kube.WarmClaimed {
+		t.Errorf("claimed pod: owners %+v, labels %v; want the runner's pod and label, claimed", refs, pod.Labels)
+	}
+	if _, err := c.Client.CoreV1().Secrets(ns).Get(ctx, warm[0]+kube.PullSecretSuffix, metav1.GetOptions{}); err != nil {
+		t.Errorf("the claimed pod's own pull Secret: %v", err)
+	}
+	r := mustStep(ctx, t, hit, actionsrunner.Step{
+		Script: `hostname; [ "$JOB_TOKEN" = ` + jobSecret + ` ] && echo job-var; [ "$STEP_TOKEN" = ` + stepSecret + ` ] && echo step-var; echo "$HOME|$CI|$GITHUB_ACTIONS|$(pwd)"`,
+		Env:    map[string]string{"STEP_TOKEN": stepSecret},
+	})
+	if want := warm[0] + "\njob-var\nstep-var\n/github/home|true|true|" + hit.Workspace() + "\n"; r.ExitCode != 0 || string(r.Stdout) != want {
+		t.Errorf("script step on the warm pod: exit %d, stdout %q, want %q; stderr %s", r.ExitCode, r.Stdout, want, r.Stderr)
+	}
+	if r := mustStep(ctx, t, hit, actionsrunner.Step{Script: "echo failing; exit 4"}); r.ExitCode != 4 || string(r.Stdout) != "failing\n" {
+		t.Errorf("failing step: exit %d, stdout %q", r.ExitCode, r.Stdout)
+	}
+	cr, err := hit.RunContainer(ctx, actionsrunner.ContainerStep{Image: BusyboxImage, EntryPoint: "sh", Args: []string{"-c", "echo in a container step"}})
+	if err != nil || cr.ExitCode != 0 || string(cr.Stdout) != "in a container step\n" {
+		t.Errorf("container step on the warm pod: %v, exit %d, stdout %q, stderr %s", err, cr.ExitCode, cr.Stdout, cr.Stderr)
+	}
+	noSecret("after the steps")
+	cleanupLeavesNothing(ctx, t, c, ns, hit)
+	waitGone(ctx, t, c, ns, warm[0])
+
+	events, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + contract.EventWarmMiss})
+	if err != nil {
+		t.Fatal(err)
+	}
+	misses := map[string]int{}
+	for _, e := range events.Items {
+		if e.Annotations[contract.LabelPool] == "act" {
+			misses[e.Annotations[contract.AnnotationMissReason]]++
+		}
+	}
+	if len(misses) != 1 || misses["settings"] != 1 {
+		t.Errorf("miss Events by reason %v, want settings=1 (another image)", misses)
+	}
+}
