@@ -58,6 +58,19 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		pod.Container = kube.HelperContainer
 	}
 	stageJob, warning := gitlabStageJob(stage, content, job, cfg, env)
+	at := stageStart{started: cfg.stageStarted}
+	resumeJob, from, skip, resume, err := resumeOf(env)
+	if err != nil {
+		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
+		return codes.SystemFailure
+	}
+	if resume {
+		// The stage agent began this stage and is gone: follow its job
+		// from where its records start, writing only what its stage
+		// process did not write yet.
+		stageJob.ID, at = resumeJob, stageStart{resume: true, from: from}
+		stdout = &skipWriter{w: stdout, n: skip}
+	}
 	if warning != "" {
 		fmt.Fprintf(stdout, "WARNING: tether: %s\n", warning)
 	}
@@ -69,7 +82,7 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 	}
 	notices := newStageNotices()
 	res, err := runStage(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
-		client.Options{Output: gate, Logger: log, Events: notices.event})
+		client.Options{Output: gate, Logger: log, Events: notices.event}, at)
 	// A script whose last line has no newline: the driver's lines start
 	// on a line of their own.
 	_ = gate.End(gate)
