@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/integration/gitlab/stage"
+	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
 // Environment variables the agent's starter (startAgent) sets for it.
@@ -55,6 +56,7 @@ func Agent(ctx context.Context, cfg *Settings, env Env) int {
 	if err != nil {
 		return fail(err)
 	}
+	cmdutil.RouteKlog(log)
 	kc, err := newKubeConn(cfg)
 	if err != nil {
 		return fail(err)

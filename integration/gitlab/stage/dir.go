@@ -14,7 +14,7 @@ import (
 const SocketName = "agent.sock"
 
 // Dir is the job's private directory, where its agent's socket is: in the
-// system's temporary directory ($TMPDIR, else /tmp), named from the user
+// temporary directory ($TMPDIR of getenv, else /tmp), named from the user
 // ID and the runner's and job's IDs (CUSTOM_ENV_CI_RUNNER_ID,
 // CUSTOM_ENV_CI_JOB_ID of getenv), so every process of the job finds it
 // and no two jobs share one.
@@ -28,7 +28,11 @@ func Dir(getenv func(string) string) (string, error) {
 		runner = "0"
 	}
 	name := fmt.Sprintf("tether-gitlab-%d-r%s-j%s", os.Getuid(), clean(runner), clean(job))
-	return filepath.Join(os.TempDir(), name), nil
+	tmp := getenv("TMPDIR")
+	if tmp == "" {
+		tmp = "/tmp"
+	}
+	return filepath.Join(tmp, name), nil
 }
 
 // clean keeps letters, digits, '-' and '_' of s (IDs are numbers) and
