@@ -66,6 +66,7 @@ func (a *agent) serve(ctx context.Context, c *net.UnixConn) {
 // its arguments do not parse, the agent declines and the stage process
 // runs `tether gitlab run` itself (which then reports any error).
 func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request) {
+	start := time.Now()
 	env := envOf(req.Env)
 	var cfg Settings
 	pos, err := Parse(&cfg, req.Args, env)
@@ -107,7 +108,7 @@ func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request) {
 	stderr := stage.FrameWriter{W: c, Type: stage.FrameStderr}
 	code := Command(ctx, &cfg, env, "run", pos, discardErrors{stdout}, discardErrors{stderr})
 	_ = stage.WriteFrame(c, stage.FrameExit, []byte(strconv.Itoa(code)))
-	a.log.Debug("stage served", "stage", pos[1], "code", code)
+	a.log.Debug("stage served", "stage", pos[1], "code", code, "took", time.Since(start))
 }
 
 // discardErrors is a writer that reports every write as done: a stage
