@@ -12,6 +12,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 	"github.com/tether-ci/tether/integration/gitlab/stage"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
@@ -75,6 +80,8 @@ func Agent(ctx context.Context, cfg *Settings, env Env) int {
 	a := &agent{cfg: cfg, env: env, kube: kc, log: log, activity: make(chan bool, 1), quit: make(chan struct{})}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
+	a.spares = newSpareSet(ctx, log, func() { a.checkPod(ctx, stop) })
+	defer a.spares.closeAll()
 	if pid, err := strconv.Atoi(env(agentRunnerVar)); err == nil && pid > 1 {
 		if err := watchRunner(ctx, pid, func() { stop(errRunnerGone) }); err != nil {
 			log.Warn("cannot watch the runner's process; the agent ends at cleanup or when idle", "pid", pid, "err", err)
@@ -115,6 +122,8 @@ type agent struct {
 	one sync.Mutex
 	// stages counts the connections being served.
 	stages sync.WaitGroup
+	// spares are the attaches kept for the job's next stages.
+	spares *spareSet
 	// activity receives true when a stage begins and false when it ends.
 	activity chan bool
 	quit     chan struct{}
@@ -179,4 +188,31 @@ func (a *agent) accept(ctx context.Context, ln *net.UnixListener) {
 func samePeer(c *net.UnixConn) bool {
 	uid, err := peerUID(c)
 	return err == nil && uid == os.Getuid()
+}
+
+// errPodEnded is why the agent stops when the job's pod ended.
+var errPodEnded = errors.New("the job's pod ended")
+
+// checkPod reads the job's pod once a spare attach's stream ended while
+// no stage used it, and stops the agent when the pod is gone or has
+// ended: its shim exited, no stage can run there any more.
+func (a *agent) checkPod(ctx context.Context, stop context.CancelCauseFunc) {
+	if a.cfg.Pool != "" {
+		return // a claimed warm pod has a name of its own
+	}
+	name, err := gitlab.PodName(a.env)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestWait)
+	defer cancel()
+	p, err := a.kube.cs.CoreV1().Pods(a.kube.ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return
+	case p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
+		return
+	}
+	stop(errPodEnded)
 }

@@ -84,7 +84,7 @@ func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request) {
 	if !filepath.IsAbs(pos[0]) && req.Dir != "" {
 		pos[0] = filepath.Join(req.Dir, pos[0])
 	}
-	cfg.kube = a.kube
+	cfg.kube, cfg.spares = a.kube, a.spares
 	cfg.stageStarted = func(job string, from int64) {
 		_ = stage.WriteJSON(c, stage.FrameStarted, stage.Started{Job: job, From: from})
 	}

@@ -227,7 +227,8 @@ func exitCode(t *testing.T, err error) int {
 
 // Stages through the agent: output byte-exact, exit codes as the
 // runner's contract says (a failing script: BUILD_FAILURE_EXIT_CODE with
-// its code in BUILD_EXIT_CODE_FILE), each stage one attach; and no
+// its code in BUILD_EXIT_CODE_FILE), each stage one attach (the second
+// stage uses the spare the agent opened after the first); and no
 // `tether` is needed (none is there to fall back to).
 func TestAgentRunsStages(t *testing.T) {
 	j := newAgentJob(t)
@@ -249,8 +250,10 @@ func TestAgentRunsStages(t *testing.T) {
 	if code := exitCode(t, err); code != 41 || string(out) != "failing\n" || string(written) != "3" {
 		t.Fatalf("failing stage: exit %d, stdout %q, BUILD_EXIT_CODE_FILE %q; want 41, failing, 3", code, out, written)
 	}
-	if n := j.shim.Attaches(); n != 2 {
-		t.Errorf("%d attaches for two stages, want 2", n)
+	// One attach a stage: the first stage's own, then the spare the agent
+	// opened after each stage (the last one kept for a next stage).
+	if n := j.shim.Attaches(); n < 2 || n > 3 {
+		t.Errorf("%d attaches for two stages, want 2 or 3 (a spare for the next)", n)
 	}
 }
 

@@ -73,6 +73,8 @@ type Settings struct {
 	// job ID and the stream offset its records start at, before the job
 	// can reach the shim.
 	stageStarted func(job string, from int64)
+	// spares are the agent's spare attaches, which its stages use.
+	spares *spareSet
 }
 
 // gitlabNoHelper is the GitLabHelperImage that turns the helper container off.

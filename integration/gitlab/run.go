@@ -58,6 +58,7 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		pod.Container = kube.HelperContainer
 	}
 	stageJob, warning := gitlabStageJob(stage, content, job, cfg, env)
+	spareKey := pod.Namespace + "/" + pod.Name + "/" + pod.Container
 	at := stageStart{started: cfg.stageStarted}
 	resumeJob, from, skip, resume, err := resumeOf(env)
 	if err != nil {
@@ -74,6 +75,9 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 	if warning != "" {
 		fmt.Fprintf(stdout, "WARNING: tether: %s\n", warning)
 	}
+	if !resume {
+		at.spare = cfg.spares.take(spareKey)
+	}
 	// While the script runs, the job log is its output alone: what the
 	// driver must say comes after it, on lines of its own.
 	gate, ok := stdout.(*client.LineGate)
@@ -87,6 +91,10 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 	// on a line of their own.
 	_ = gate.End(gate)
 	out := stageOutcome(res, err, job.Timeout(), stageJob.Timeout, stage)
+	if !out.system {
+		// The job's next stage in this container finds it attached.
+		cfg.spares.refill(spareKey, transport(kube.TransportOptions{}))
+	}
 	where := fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name)
 	lines := notices.lines(stage, where)
 	if line := outcomeLine(stage, where, pod.Container, out, res, err, context.Cause(ctx)); line != "" {

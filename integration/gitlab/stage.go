@@ -25,7 +25,7 @@ import (
 func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts client.Options, at stageStart) (client.Result, error) {
 	t.Options.AttachFirst = true
 	t.Options.LazyDisruptionWatch = true
-	rt := &refusalStop{Transport: t}
+	rt := &refusalStop{Transport: t, spare: at.spare}
 	if at.resume {
 		opts.From = at.from
 	} else {
@@ -49,10 +49,17 @@ type refusalStop struct {
 	refused error // the first refusal
 	// tap, when set, reads the session's commands on every connection.
 	tap *startTap
+	// spare, when set, is the first connection: an attach the stage agent
+	// opened after the container's previous stage.
+	spare client.Conn
 }
 
 func (r *refusalStop) Connect(ctx context.Context) (client.Conn, error) {
-	c, err := r.Transport.Connect(ctx)
+	var c client.Conn
+	var err error
+	if c, r.spare = r.spare, nil; c == nil {
+		c, err = r.Transport.Connect(ctx)
+	}
 	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 		if r.refused == nil {
 			r.refused = err

@@ -20,6 +20,9 @@ type stageStart struct {
 	// started, for a new stage, is told the stage's job ID and the offset
 	// its records start at, before the job can reach the shim.
 	started func(job string, from int64)
+	// spare, for a new stage, is an attach to its container the stage
+	// agent opened before the stage came: the session's first connection.
+	spare client.Conn
 }
 
 // startTap finds where a new stage's records start: the offset of the
