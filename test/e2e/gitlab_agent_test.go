@@ -165,7 +165,7 @@ func TestGitLabAgentJob(t *testing.T) {
 	}
 
 	r.cleanup(t.Context())
-	if err := syscall.Kill(pid, 0); err == nil {
+	if !processEnded(pid, 5*time.Second) {
 		t.Fatalf("the agent (pid %d) runs on after cleanup", pid)
 	}
 	dir, _ := stage.Dir(func(k string) string { return envValue(r.env, k) })
@@ -214,4 +214,22 @@ func TestGitLabAgentKilled(t *testing.T) {
 	}
 	r.cleanup(t.Context())
 	waitNoTetherObjects(t.Context(), t, c, ns, 60*time.Second)
+}
+
+// processEnded reports whether process pid ended within d: it is gone, or
+// a zombie its new parent has not reaped yet.
+func processEnded(pid int, d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		// pid (comm) STATE ...: comm may hold spaces, the state follows its ')'.
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && strings.HasPrefix(string(b[i+1:]), " Z") {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
