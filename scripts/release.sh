@@ -3,6 +3,8 @@
 # release publishes, in DIST (default dist/), from the working tree:
 #
 #   tether-VERSION-{linux,darwin}-{amd64,arm64}   the CLI, static (CGO_ENABLED=0)
+#   tether-stage-VERSION-{linux,darwin}-{amd64,arm64}
+#                                                 GitLab's run_exec (beside tether)
 #   tether-shim-VERSION-linux-{amd64,arm64}       the shim, static
 #   tether-shim-VERSION.oci.tar                   ghcr.io/tether-ci/tether-shim:VERSION
 #   tether-VERSION.oci.tar                        ghcr.io/tether-ci/tether:VERSION
@@ -51,6 +53,7 @@ build() { # build NAME PKG OS ARCH
 }
 for p in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
   build tether ./cmd/tether "${p%/*}" "${p#*/}"
+  build tether-stage ./cmd/tether-stage "${p%/*}" "${p#*/}"
 done
 for p in linux/amd64 linux/arm64; do
   build tether-shim ./cmd/shim "${p%/*}" "${p#*/}"

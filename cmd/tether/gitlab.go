@@ -12,14 +12,17 @@ import (
 	"github.com/tether-ci/tether/integration/gitlab"
 )
 
-const gitlabUsage = `Usage: tether gitlab config|prepare|run SCRIPT STAGE|cleanup [--config FILE]
+const gitlabUsage = `Usage: tether gitlab config|prepare|run SCRIPT STAGE|cleanup|agent [--config FILE]
 
 The GitLab Runner Custom executor driver: GitLab Runner calls these four
 commands for every job (see docs/gitlab.md for the config.toml snippet).
   config    print the driver's JSON (builds_dir, hostname, shell, ...)
   prepare   create the job's pod and wait until it runs (its events go to the job log)
   run       deliver the stage script over the attach stream, run it, stream its output
-  cleanup   delete the job's pod (idempotent)
+  cleanup   delete the job's pod (idempotent) and stop the job's stage agent
+  agent     the job's stage agent, which prepare starts (stage-agent): it
+            keeps the Kubernetes connection and runs the stages tether-stage
+            (run_exec) sends it, until cleanup
 
 Settings are flags, or keys of the YAML file --config FILE (default
 $TETHER_CONFIG; the command line wins), named as tether run's flags:
@@ -73,6 +76,13 @@ func gitlabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(pos) != n {
 		fmt.Fprintf(stderr, "tether gitlab %s: want %d arguments, got %d\n\n%s", sub, n, len(pos), gitlabUsage)
 		return gitlab.SystemFailure(os.Getenv)
+	}
+	if sub == "prepare" {
+		// prepare starts the job's stage agent: this binary, with
+		// prepare's settings.
+		if exe, err := os.Executable(); err == nil {
+			f.AgentCommand = append([]string{exe, "gitlab", "agent"}, args[1:]...)
+		}
 	}
 	return gitlab.Command(ctx, &f, os.Getenv, sub, pos, stdout, stderr)
 }

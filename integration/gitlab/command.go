@@ -9,7 +9,6 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
-	"github.com/tether-ci/tether/internal/version"
 )
 
 // Env looks up an environment variable of the runner's process, "" when
@@ -23,7 +22,7 @@ type Env func(string) string
 // the script's path and the stage).
 func CommandArgs(name string) (n int, ok bool) {
 	switch name {
-	case "config", "prepare", "cleanup":
+	case "config", "prepare", "cleanup", "agent":
 		return 0, true
 	case "run":
 		return 2, true
@@ -70,10 +69,18 @@ func Command(ctx context.Context, cfg *Settings, env Env, name string, args []st
 	case "config":
 		return Config(cfg, env, stdout, stderr)
 	case "prepare":
-		return Prepare(ctx, cfg, env, stdout)
+		started := cfg.startAgent(env)
+		code := Prepare(ctx, cfg, env, stdout)
+		started.finish(code == 0)
+		return code
 	case "run":
+		ctx, cancel := cancelledBefore(ctx, env)
+		defer cancel()
 		return Run(ctx, cfg, env, args[0], args[1], stdout, stderr)
+	case "agent":
+		return Agent(ctx, cfg, env)
 	default:
+		stopAgent(env, cfg.logger())
 		return Cleanup(ctx, cfg, env, stderr)
 	}
 }
@@ -90,10 +97,14 @@ func (f *Settings) logger() *slog.Logger {
 // a transport maker for a container of it, and the API server's address.
 func gitlabPod(cfg *Settings, env Env, log *slog.Logger) (*kube.Pod, func(kube.TransportOptions) *kube.Transport, string, error) {
 	cmdutil.RouteKlog(log)
-	rc, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: cfg.Kubeconfig, Context: cfg.Context, Namespace: cfg.Namespace, UserAgent: version.UserAgent("gitlab")})
-	if err != nil {
-		return nil, nil, "", err
+	kc := cfg.kube
+	if kc == nil || !kc.serves(cfg) {
+		var err error
+		if kc, err = newKubeConn(cfg); err != nil {
+			return nil, nil, "", err
+		}
 	}
+	rc, ns, cs := kc.rc, kc.ns, kc.cs
 	name, err := gitlab.PodName(env)
 	if err != nil {
 		return nil, nil, "", err

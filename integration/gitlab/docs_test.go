@@ -63,11 +63,18 @@ func TestGitLabDocSnippets(t *testing.T) {
 	if len(tomls) != 1 {
 		t.Fatalf("%d toml blocks in %s, want config.toml", len(tomls), doc)
 	}
-	for _, stage := range []string{"config", "prepare", "run", "cleanup"} {
+	for _, stage := range []string{"config", "prepare", "cleanup"} {
 		want := stage + `_args = ["gitlab", "` + stage + `", "--config", "/etc/gitlab-runner/tether.yaml"]`
 		if !strings.Contains(tomls[0], stage+`_exec = "tether"`) || !strings.Contains(tomls[0], want) {
 			t.Errorf("config.toml does not call %s as `tether gitlab %s --config FILE`:\n%s", stage, stage, tomls[0])
 		}
+	}
+	// run_exec is tether-stage, with `tether gitlab run`'s arguments.
+	if !strings.Contains(tomls[0], `run_exec = "tether-stage"`) || !strings.Contains(tomls[0], `run_args = ["--config", "/etc/gitlab-runner/tether.yaml"]`) {
+		t.Errorf("config.toml does not call run as `tether-stage --config FILE`:\n%s", tomls[0])
+	}
+	if !f.StageAgent {
+		t.Error("the sample driver config turns the stage agent off")
 	}
 
 	var sh strings.Builder

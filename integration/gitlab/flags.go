@@ -58,6 +58,23 @@ type Settings struct {
 	// LogSettings are the driver's own structured log, written only when
 	// one of them asks for it.
 	LogSettings
+	// StageAgent makes Command's prepare start the job's stage agent
+	// (Agent), which tether-stage reaches; off, every stage is a `tether
+	// gitlab run` of its own.
+	StageAgent bool
+	// AgentCommand is the command line that runs the agent (the tether
+	// binary, "gitlab", "agent" and the settings' flags): the command
+	// line sets it; nil (a runner calling the driver in process) starts
+	// none.
+	AgentCommand []string
+	// kube is the agent's Kubernetes connection, reused by its stages.
+	kube *kubeConn
+	// stageStarted, when set (by the agent), is called with the stage's
+	// job ID and the stream offset its records start at, before the job
+	// can reach the shim.
+	stageStarted func(job string, from int64)
+	// spares are the agent's spare attaches, which its stages use.
+	spares *spareSet
 }
 
 // gitlabNoHelper is the GitLabHelperImage that turns the helper container off.
@@ -91,6 +108,7 @@ func (f *Settings) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.BuildsDir, "builds-dir", "/builds", "builds_dir: where the project is checked out, a volume shared by the build and helper containers")
 	fs.StringVar(&f.CacheDir, "cache-dir", "/cache", "cache_dir: where caches are kept, a volume shared by the build and helper containers")
 	f.LogSettings.register(fs)
+	fs.BoolVar(&f.StageAgent, "stage-agent", true, "prepare starts the job's stage agent, which keeps the Kubernetes connection for the job's stages; tether-stage (run_exec) runs stages through it, in milliseconds, and falls back to tether gitlab run without one")
 	fs.StringVar(&f.Shell, "shell", "", "runs every stage script, whatever its #! line (absolute path in the images; default: bash where the container has it, else sh, as GitLab's Kubernetes executor)")
 }
 

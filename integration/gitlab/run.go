@@ -58,8 +58,25 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		pod.Container = kube.HelperContainer
 	}
 	stageJob, warning := gitlabStageJob(stage, content, job, cfg, env)
+	spareKey := pod.Namespace + "/" + pod.Name + "/" + pod.Container
+	at := stageStart{started: cfg.stageStarted}
+	resumeJob, from, skip, resume, err := resumeOf(env)
+	if err != nil {
+		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
+		return codes.SystemFailure
+	}
+	if resume {
+		// The stage agent began this stage and is gone: follow its job
+		// from where its records start, writing only what its stage
+		// process did not write yet.
+		stageJob.ID, at = resumeJob, stageStart{resume: true, from: from}
+		stdout = &skipWriter{w: stdout, n: skip}
+	}
 	if warning != "" {
 		fmt.Fprintf(stdout, "WARNING: tether: %s\n", warning)
+	}
+	if !resume {
+		at.spare = cfg.spares.take(spareKey)
 	}
 	// While the script runs, the job log is its output alone: what the
 	// driver must say comes after it, on lines of its own.
@@ -69,11 +86,15 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 	}
 	notices := newStageNotices()
 	res, err := runStage(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
-		client.Options{Output: gate, Logger: log, Events: notices.event})
+		client.Options{Output: gate, Logger: log, Events: notices.event}, at)
 	// A script whose last line has no newline: the driver's lines start
 	// on a line of their own.
 	_ = gate.End(gate)
 	out := stageOutcome(res, err, job.Timeout(), stageJob.Timeout, stage)
+	if !out.system {
+		// The job's next stage in this container finds it attached.
+		cfg.spares.refill(spareKey, transport(kube.TransportOptions{}))
+	}
 	where := fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name)
 	lines := notices.lines(stage, where)
 	if line := outcomeLine(stage, where, pod.Container, out, res, err, context.Cause(ctx)); line != "" {

@@ -17,11 +17,23 @@ import (
 // watches it for disruptions, only once an attach failed (or the script
 // was killed by SIGTERM, as an eviction kills it). A refused attach (credentials or permissions) ends the
 // stage at once, with what to do, where a broken one is retried.
-func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts client.Options) (client.Result, error) {
+//
+// at says where the stage's records start: at the stream's end (a new
+// stage), or at at.from for a stage an agent began (at.resume); its
+// started, if set, learns where a new stage's records start before the
+// job can reach the shim.
+func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts client.Options, at stageStart) (client.Result, error) {
 	t.Options.AttachFirst = true
 	t.Options.LazyDisruptionWatch = true
-	rt := &refusalStop{Transport: t}
-	opts.FromEnd = true
+	rt := &refusalStop{Transport: t, spare: at.spare}
+	if at.resume {
+		opts.From = at.from
+	} else {
+		opts.FromEnd = true
+		if at.started != nil {
+			rt.tap = &startTap{found: func(from int64) { at.started(job.ID, from) }}
+		}
+	}
 	res, err := kube.Run(ctx, rt, job, opts)
 	if rt.refused != nil {
 		err = fmt.Errorf("%w%s", rt.refused, apiAdvice(rt.refused))
@@ -35,15 +47,27 @@ func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts clien
 type refusalStop struct {
 	*kube.Transport
 	refused error // the first refusal
+	// tap, when set, reads the session's commands on every connection.
+	tap *startTap
+	// spare, when set, is the first connection: an attach the stage agent
+	// opened after the container's previous stage.
+	spare client.Conn
 }
 
 func (r *refusalStop) Connect(ctx context.Context) (client.Conn, error) {
-	c, err := r.Transport.Connect(ctx)
+	var c client.Conn
+	var err error
+	if c, r.spare = r.spare, nil; c == nil {
+		c, err = r.Transport.Connect(ctx)
+	}
 	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 		if r.refused == nil {
 			r.refused = err
 		}
 		return nil, fmt.Errorf("the API server refused the attach: %w: %w", client.ErrShimGone, err)
+	}
+	if err == nil && r.tap != nil {
+		c = &tappedConn{Conn: c, tap: r.tap}
 	}
 	return c, err
 }

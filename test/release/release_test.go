@@ -121,6 +121,10 @@ func TestReleaseFilesAndChecksums(t *testing.T) {
 		"tether-shim-" + version + ".oci.tar",
 		"tether-shim-" + version + "-linux-amd64",
 		"tether-shim-" + version + "-linux-arm64",
+		"tether-stage-" + version + "-darwin-amd64",
+		"tether-stage-" + version + "-darwin-arm64",
+		"tether-stage-" + version + "-linux-amd64",
+		"tether-stage-" + version + "-linux-arm64",
 	}
 	entries, err := os.ReadDir(d)
 	if err != nil {

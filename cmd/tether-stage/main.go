@@ -1,0 +1,34 @@
+// Command tether-stage is the GitLab driver's stage command (run_exec):
+// it runs a stage through the job's agent, which `tether gitlab prepare`
+// started, and falls back to `tether gitlab run` (beside it, else on
+// PATH) when there is none. It takes `tether gitlab run`'s arguments:
+//
+//	tether-stage [--config FILE] SCRIPT STAGE
+//
+// It is small on purpose (the standard library and the stage package): a
+// stage's process starts in about a millisecond. See docs/gitlab.md.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tether-ci/tether/integration/gitlab/stage"
+)
+
+func main() {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	dir, _ := os.Getwd()
+	p := &stage.Process{
+		Args:     os.Args[1:],
+		Environ:  os.Environ(),
+		Dir:      dir,
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+		Signals:  sigs,
+		Fallback: stage.ExecTether(os.Args[1:]),
+	}
+	os.Exit(p.Run())
+}

@@ -1,0 +1,26 @@
+package stage
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// tether-stage starts in about a millisecond because this package, and
+// the command over it, use the standard library alone: no Kubernetes
+// client, no package of the project's own but this one.
+func TestStageUsesTheStandardLibraryAlone(t *testing.T) {
+	for _, pkg := range []string{".", "../../../cmd/tether-stage"} {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			switch dep {
+			case "github.com/tether-ci/tether/integration/gitlab/stage", "github.com/tether-ci/tether/cmd/tether-stage":
+			default:
+				t.Errorf("%s depends on %s: the stage process must use the standard library alone", pkg, dep)
+			}
+		}
+	}
+}

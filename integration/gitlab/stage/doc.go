@@ -1,0 +1,28 @@
+// Package stage is the light half of the GitLab driver's per-job agent:
+// the stage process GitLab Runner calls as run_exec (cmd/tether-stage),
+// where a job's agent listens, and the frames both ends exchange.
+//
+// `tether gitlab prepare` starts `tether gitlab agent` for the job: a
+// detached process that keeps the job's Kubernetes configuration and
+// clients loaded and serves the job's stages on a unix socket in a
+// private directory named from the runner's and the job's IDs (Dir). A
+// stage process connects, sends its arguments and environment (Request),
+// relays the stage's output byte-exact to its own stdout and stderr, turns
+// the runner's SIGTERM or SIGINT into a cancel frame, and exits with the
+// code the agent sends: the runner's BUILD_FAILURE_EXIT_CODE /
+// SYSTEM_FAILURE_EXIT_CODE contract is the agent's `tether gitlab run`,
+// unchanged.
+//
+// The stage process never loses a stage to a missing or dead agent: when
+// it cannot reach one, or the agent declines the stage, it replaces itself
+// (execve, same process ID, so the runner's signals still reach it) with
+// `tether gitlab run` and the same arguments; when the agent dies after the
+// stage began, it hands that process the stage's job ID, the offset of the
+// shim's stream where the stage began and the number of output bytes
+// already written (ResumeVar), so the stage is followed to its end without
+// running twice and without a byte lost or repeated.
+//
+// This package uses the standard library alone: a stage process that
+// loads no Kubernetes client starts in about a millisecond, where the
+// `tether` binary spends tens of milliseconds initialising its packages.
+package stage

@@ -1,0 +1,215 @@
+package stage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Environment variables a stage process hands `tether gitlab run` when it
+// falls back to it.
+const (
+	// ResumeVar holds "JOB FROM SKIP": the stage already began in the
+	// shim as job JOB, its records start at stream offset FROM, and the
+	// first SKIP bytes of its stdout were written already.
+	ResumeVar = "TETHER_GITLAB_RESUME"
+	// CancelledVar names the signal ("SIGTERM") the stage process received
+	// before it fell back: the stage is cancelled at once.
+	CancelledVar = "TETHER_GITLAB_CANCELLED"
+)
+
+// connectTimeout bounds the connection to the agent's socket.
+const connectTimeout = 2 * time.Second
+
+// Process is one stage as the runner's run_exec: it runs through the
+// job's agent, or falls back to `tether gitlab run`.
+type Process struct {
+	// Args are the stage's arguments (`tether gitlab run`'s: flags, the
+	// script, the stage).
+	Args []string
+	// Environ is the process's environment (KEY=VALUE).
+	Environ []string
+	// Dir is the working directory, sent to the agent.
+	Dir string
+	// Stdout and Stderr receive the stage's output.
+	Stdout, Stderr io.Writer
+	// Signals delivers SIGTERM and SIGINT: the first cancels the stage,
+	// a second ends the process at once (Run returns 128+N).
+	Signals <-chan os.Signal
+	// Fallback replaces the process with `tether gitlab run` and the same
+	// arguments, with env as its environment; it returns only on failure.
+	Fallback func(env []string) error
+}
+
+// getenv looks key up in p.Environ.
+func (p *Process) getenv(key string) string {
+	for i := len(p.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(p.Environ[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Run runs the stage and returns its exit code.
+func (p *Process) Run() int {
+	conn, err := p.connect()
+	if err != nil {
+		return p.fallback(nil, "", 0)
+	}
+	defer conn.Close()
+	if err := WriteJSON(conn, FrameRequest, Request{Args: p.Args, Env: p.Environ, Dir: p.Dir}); err != nil {
+		return p.fallback(nil, "", 0)
+	}
+	frames := make(chan frame)
+	go func() {
+		for {
+			typ, b, err := ReadFrame(conn)
+			frames <- frame{typ, b, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var started *Started
+	var written int64
+	var cancelled string
+	for {
+		select {
+		case sig := <-p.Signals:
+			name := signalName(sig)
+			if cancelled != "" {
+				fmt.Fprintf(p.Stderr, "tether: %s again: exiting now\n", name)
+				return 128 + signalNumber(sig)
+			}
+			cancelled = name
+			fmt.Fprintf(p.Stderr, "tether: %s: cancelling the job (signal again to exit at once)\n", name)
+			_ = WriteFrame(conn, FrameCancel, []byte(name))
+		case f := <-frames:
+			if f.err != nil {
+				// The agent is gone before the stage ended.
+				return p.fallback(started, cancelled, written)
+			}
+			switch f.typ {
+			case FrameStdout:
+				n, _ := p.Stdout.Write(f.payload)
+				written += int64(n)
+			case FrameStderr:
+				_, _ = p.Stderr.Write(f.payload)
+			case FrameStarted:
+				var s Started
+				if json.Unmarshal(f.payload, &s) == nil && s.Job != "" {
+					started = &s
+				}
+			case FrameDecline:
+				if started == nil && written == 0 {
+					return p.fallback(nil, cancelled, 0)
+				}
+			case FrameExit:
+				code, err := strconv.Atoi(string(f.payload))
+				if err != nil {
+					return p.fallback(started, cancelled, written)
+				}
+				return code
+			}
+		}
+	}
+}
+
+type frame struct {
+	typ     byte
+	payload []byte
+	err     error
+}
+
+// connect reaches the job's agent, when its directory is private.
+func (p *Process) connect() (net.Conn, error) {
+	dir, err := Dir(p.getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckDir(dir); err != nil {
+		return nil, err
+	}
+	return net.DialTimeout("unix", filepath.Join(dir, SocketName), connectTimeout)
+}
+
+// fallback runs the stage with `tether gitlab run`: from its start when
+// the agent never began it (started nil), else resuming the agent's job
+// after the written bytes of stdout.
+func (p *Process) fallback(started *Started, cancelled string, written int64) int {
+	env := append([]string(nil), p.Environ...)
+	if started != nil {
+		env = append(env, fmt.Sprintf("%s=%s %d %d", ResumeVar, started.Job, started.From, written))
+	}
+	if cancelled != "" {
+		env = append(env, CancelledVar+"="+cancelled)
+	}
+	err := p.Fallback(env)
+	fmt.Fprintf(p.Stderr, "ERROR: tether: the stage could not run `tether gitlab run`: %v\n", err)
+	code, cerr := strconv.Atoi(p.getenv("SYSTEM_FAILURE_EXIT_CODE"))
+	if cerr != nil {
+		return 1
+	}
+	return code
+}
+
+// ExecTether is a Process's Fallback: it replaces the process with the
+// `tether` binary beside this one (else the one on PATH) running `gitlab
+// run` with args.
+func ExecTether(args []string) func(env []string) error {
+	return func(env []string) error {
+		bin, err := findTether()
+		if err != nil {
+			return err
+		}
+		argv := append([]string{bin, "gitlab", "run"}, args...)
+		return syscall.Exec(bin, argv, env)
+	}
+}
+
+// findTether is the tether binary beside the running one, else on PATH.
+func findTether() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		bin := filepath.Join(filepath.Dir(self), "tether")
+		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return bin, nil
+		}
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" {
+			dir = "."
+		}
+		bin := filepath.Join(dir, "tether")
+		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return bin, nil
+		}
+	}
+	return "", errors.New("no tether binary beside tether-stage nor on PATH: install both side by side")
+}
+
+// signalName is "SIGTERM" for SIGTERM, as `tether` names signals.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return 0
+}

@@ -1,0 +1,96 @@
+package gitlab
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/protocol"
+)
+
+// stageStart says where a stage's records start in its shim's stream.
+type stageStart struct {
+	// resume: the stage's job was begun by the stage agent, whose process
+	// is gone; its records start at from.
+	resume bool
+	from   int64
+	// started, for a new stage, is told the stage's job ID and the offset
+	// its records start at, before the job can reach the shim.
+	started func(job string, from int64)
+	// spare, for a new stage, is an attach to its container the stage
+	// agent opened before the stage came: the session's first connection.
+	spare client.Conn
+}
+
+// startTap finds where a new stage's records start: the offset of the
+// session's first resume command after the one that asks for the
+// stream's end (protocol/PROTOCOL.md), which the session writes before
+// its job command.
+type startTap struct {
+	once  sync.Once
+	done  atomic.Bool
+	found func(from int64)
+}
+
+// see reads one command line the session wrote.
+func (t *startTap) see(line []byte) {
+	line = bytes.TrimLeft(line, string(rune(protocol.Reset)))
+	if len(line) == 0 || line[0] != '{' {
+		return
+	}
+	cmd, err := protocol.ParseCommand(line)
+	if err == nil && cmd.Cmd == protocol.CmdResume && cmd.From != math.MaxInt64 {
+		t.once.Do(func() {
+			t.found(cmd.From)
+			t.done.Store(true)
+		})
+	}
+}
+
+// tappedConn shows its tap every command line written to the shim before
+// the line goes out.
+type tappedConn struct {
+	client.Conn
+	tap     *startTap
+	partial []byte
+}
+
+func (c *tappedConn) Write(p []byte) (int, error) {
+	if c.tap.done.Load() {
+		return c.Conn.Write(p)
+	}
+	c.partial = append(c.partial, p...)
+	for {
+		i := bytes.IndexByte(c.partial, '\n')
+		if i < 0 {
+			break
+		}
+		c.tap.see(c.partial[:i])
+		c.partial = c.partial[i+1:]
+	}
+	if len(c.partial) > 64<<10 {
+		c.partial = nil // not a command line
+	}
+	return c.Conn.Write(p)
+}
+
+// skipWriter drops the first n bytes written to it: the stdout a stage's
+// process wrote while its agent ran the stage.
+type skipWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (s *skipWriter) Write(p []byte) (int, error) {
+	if s.n >= int64(len(p)) {
+		s.n -= int64(len(p))
+		return len(p), nil
+	}
+	skip := s.n
+	s.n = 0
+	n, err := s.w.Write(p[skip:])
+	return int(skip) + n, err
+}
