@@ -122,7 +122,7 @@ func ExampleRun_cancel() {
 	}
 	defer shim.Close()
 
-	ctx, cancel := context.WithTimeoutCause(context.Background(), time.Second, errors.New("job timeout"))
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 5*time.Second, errors.New("job timeout"))
 	defer cancel()
 	res, err := client.Run(ctx, shim, client.Job{Scripts: scripts[:1], After: scripts[1:]}, client.Options{Output: os.Stdout})
 	fmt.Println("cancelled:", res.Cancelled, "exit code:", res.ExitCode)

@@ -10,9 +10,9 @@ import (
 )
 
 // Both ways of installing give a tether whose local backend finds its shim
-// with nothing else on PATH: `make install` (tether and tether-shim), and
+// with nothing else on PATH: `make install` (tether, tether-shim and GitLab's tether-stage), and
 // `go install ./cmd/...` (the CLI as tether, from cmd/tether, and the shim
-// as tether-shim too, from cmd/tether-shim).
+// as tether-shim too, from cmd/tether-shim; tether-stage from cmd/tether-stage).
 func TestInstallFindsShim(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "job.sh")
 	if err := os.WriteFile(script, []byte("echo installed-ok\n"), 0o755); err != nil {
@@ -24,8 +24,8 @@ func TestInstallFindsShim(t *testing.T) {
 		cli  string
 		want []string
 	}{
-		{"make install", []string{"make", "install"}, "tether", []string{"tether", "tether-shim"}},
-		{"go install ./cmd/...", []string{"go", "install", "-trimpath", "./cmd/..."}, "tether", []string{"shim", "tether", "tether-shim"}},
+		{"make install", []string{"make", "install"}, "tether", []string{"tether", "tether-shim", "tether-stage"}},
+		{"go install ./cmd/...", []string{"go", "install", "-trimpath", "./cmd/..."}, "tether", []string{"shim", "tether", "tether-shim", "tether-stage"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gobin := t.TempDir()
