@@ -23,7 +23,12 @@ import (
 // timeouts and cleanup are those of a cold pod.
 func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Interface, spec kube.Spec, job client.Job, stdout io.Writer) (code int, ok bool) {
 	log := f.Logger
-	pod, err := kube.Claim(ctx, cs, kube.ClaimRequest{Pool: f.Pool, Spec: spec, Logger: log})
+	// The claim attaches and protects the pod while it claims it; the
+	// claim saw the build container running, so the pod is read only if
+	// that attach fails (a pod gone meanwhile).
+	topts := kube.TransportOptions{Logger: log, AttachFirst: true}
+	pod, err := kube.Claim(ctx, cs, kube.ClaimRequest{Pool: f.Pool, Spec: spec, Logger: log,
+		Connect: &kube.ClaimConnect{Config: cfg, Options: topts}})
 	if errors.Is(err, kube.ErrNoWarmPod) {
 		return 0, false // Claim logged why, at debug level
 	}
@@ -35,6 +40,7 @@ func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Inte
 	pod.DeleteGrace = spec.TerminationGracePeriod
 	if f.Keep {
 		defer log.Info("keeping the pod (--keep)", "pod", pod.Namespace+"/"+pod.Name)
+		defer func() { _ = pod.Protected(ctx) }() // its warning is logged
 	} else {
 		defer cmdutil.DeletePod(ctx, log, pod)
 		remove := cmdutil.OnForce(ctx, func() { cmdutil.DeletePod(ctx, log, pod) })
@@ -43,9 +49,7 @@ func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Inte
 	wj := pod.Job
 	wj.Mask = append(wj.Mask, job.Mask...) // masked values travel in the job command only
 	wj.Shell = job.Shell
-	// The claim saw the build container running: attach at once, and
-	// read the pod only if the attach fails (a pod gone meanwhile).
-	t := &firstConnect{Transport: pod.Transport(cfg, kube.TransportOptions{Logger: log, AttachFirst: true})}
+	t := &firstConnect{Transport: pod.Transport(cfg, topts)}
 	var begun scriptsBegun
 	res, err := follow(ctx, f, t, pod, wj, stdout, &begun)
 	if !t.reached.Load() && ctx.Err() == nil {
