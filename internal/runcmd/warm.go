@@ -3,6 +3,7 @@ package runcmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 
@@ -49,9 +50,13 @@ func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Inte
 	wj := pod.Job
 	wj.Mask = append(wj.Mask, job.Mask...) // masked values travel in the job command only
 	wj.Shell = job.Shell
-	t := &firstConnect{Transport: pod.Transport(cfg, topts)}
+	// A pod gone before the job reached it ends the session at once (no
+	// log to read, no disruption to wait for): the job starts elsewhere.
+	fctx, gone := context.WithCancelCause(ctx)
+	defer gone(nil)
+	t := &firstConnect{Transport: pod.Transport(cfg, topts), gone: gone}
 	var begun scriptsBegun
-	res, err := follow(ctx, f, t, pod, wj, stdout, &begun)
+	res, err := follow(fctx, f, t, pod, wj, stdout, &begun)
 	if !t.reached.Load() && ctx.Err() == nil {
 		log.Info("the warm pod was gone before the job reached it; starting a pod for the job", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return 0, false
@@ -66,13 +71,22 @@ func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Inte
 type firstConnect struct {
 	*kube.Transport
 	reached atomic.Bool
+	// gone ends the session when the pod is gone before any connection.
+	gone context.CancelCauseFunc
 }
+
+// errGoneUnreached ends the session of a warm pod that was gone before
+// the job reached it.
+var errGoneUnreached = errors.New("the warm pod was gone before the job reached it")
 
 // Connect connects through the pod's transport.
 func (t *firstConnect) Connect(ctx context.Context) (client.Conn, error) {
 	c, err := t.Transport.Connect(ctx)
-	if err == nil {
+	switch {
+	case err == nil:
 		t.reached.Store(true)
+	case errors.Is(err, client.ErrShimGone) && !t.reached.Load():
+		t.gone(fmt.Errorf("%w: %w", errGoneUnreached, err))
 	}
 	return c, err
 }
