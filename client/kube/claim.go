@@ -131,11 +131,21 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 	if req.Connect != nil && req.Connect.Config == nil {
 		return nil, errors.New("kube: ClaimRequest.Connect needs a Config to attach with")
 	}
-	hash, err := PoolHash(req.Spec)
+	s, err := req.Spec.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	s, err := req.Spec.withDefaults()
+	// The list goes out first; the hash (a Build of the pod) and the job
+	// are made while it is under way.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	listed := make(chan idleList, 1)
+	go func() {
+		sel := labels.SelectorFromSet(labels.Set{LabelPool: req.Pool, LabelWarm: WarmIdle}).String()
+		list, err := cs.CoreV1().Pods(s.Namespace).List(lctx, metav1.ListOptions{LabelSelector: sel})
+		listed <- idleList{list, err}
+	}()
+	hash, err := PoolHash(req.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +159,8 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 		recordMiss(ctx, cs, s.Namespace, m, log)
 		return nil, m
 	}
-	sel := labels.SelectorFromSet(labels.Set{LabelPool: req.Pool, LabelWarm: WarmIdle}).String()
-	list, err := cs.CoreV1().Pods(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	l := <-listed
+	list, err := l.list, l.err
 	if err != nil {
 		return miss(MissAPI, fmt.Errorf("list the pool's pods: %w", err))
 	}
@@ -204,6 +214,12 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 		}
 	}
 	return miss(MissRace, nil)
+}
+
+// idleList is the answer to Claim's list of a pool's idle pods.
+type idleList struct {
+	list *corev1.PodList
+	err  error
 }
 
 // attach opens the attach session to pod for req.Connect in the
