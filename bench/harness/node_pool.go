@@ -96,17 +96,22 @@ type echoTimes struct {
 // poolBreakdown returns the warm jobs' breakdown (the node's audit log)
 // and its note; without an audit log, no table and a note that says so.
 func poolBreakdown(ctx context.Context, cfg *config, warm echoTimes) (*table, string, error) {
-	start, initSum, err := processStart(ctx, cfg.tether)
-	if err != nil {
-		return nil, "", err
+	var starts, inits durations
+	for range len(warm.rounds) {
+		start, initSum, err := processStart(ctx, cfg.tether)
+		if err != nil {
+			return nil, "", err
+		}
+		starts, inits = append(starts, start), append(inits, initSum)
 	}
+	start, initSum := starts.median(), inits.median()
 	time.Sleep(time.Second) // the audit log is written asynchronously
 	steps, err := warmBreakdown(filepath.Join(cfg.e2eDir, "logs", "audit.log"), warm.ns, warm.rounds)
 	if err != nil {
 		return nil, "No breakdown of the warm job: " + err.Error(), nil
 	}
 	return breakdownTable(start, initSum, steps, warm.rounds), "The warm job's breakdown below: its API requests as the node's API server saw them (its audit log: when each request arrived and was answered, " +
-		"the attach until its upgrade), after each command's start, medians over the warm rounds; the process start is `tether version` run alone (the same binary and packages). " +
+		"the attach until its upgrade), after each command's start, medians over the warm rounds; the process start is `tether version` run alone as often (the same binary and packages; median). " +
 		"The claim's update and the attach overlap (the attach opens while the update is under way), and the budget's create runs beside the job.", nil
 }
 
