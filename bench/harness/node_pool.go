@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,11 @@ import (
 // poolRounds is the least number of warm and cold rounds of the pool
 // section (BENCH_REPEAT raises it).
 const poolRounds = 5
+
+// warmSettle is how long a round's warm pod has been ready when its job
+// starts (a pool's pods wait for their jobs; the node is done starting
+// them).
+const warmSettle = time.Second
 
 // poolSection times an echo job through `tether run --pool` on a warm pod
 // against the same job on a cold pod, interleaved: the first output after
@@ -38,6 +44,11 @@ func poolSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 	}
 	rounds := max(cfg.repeat, poolRounds)
 	warm, cold, err := poolEcho(ctx, cfg, n, ws, rounds, log)
+	var steps *table
+	var stepsNote string
+	if err == nil {
+		steps, stepsNote, err = poolBreakdown(ctx, cfg, warm)
+	}
 	if err != nil {
 		log.Error("pool measurement failed", "err", err)
 		sec.notes = append(sec.notes, "**Warm pods FAILED:** "+tailOf([]byte(err.Error()), 800))
@@ -46,13 +57,17 @@ func poolSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 		}
 		return sec, nil
 	}
-	sec.notes = append(sec.notes, fmt.Sprintf("Each round first makes one warm pod of a pool with the job's settings (client/kube's WarmPod, as `tether pool serve` does; not timed), "+
+	sec.notes = append(sec.notes, fmt.Sprintf("Each round first makes one warm pod of a pool with the job's settings (client/kube's WarmPod, as `tether pool serve` does; not timed; the job starts %s after the pod is ready), "+
 		"then runs `tether run --pool POOL --image … echo.sh` (it claims the warm pod) and the same command without `--pool` (a cold pod), "+
-		"each a whole CLI process; first output is from the process's start to the first byte on its stdout. %d rounds interleaved; median.", rounds))
+		"each a whole CLI process; first output is from the process's start to the first byte on its stdout. %d rounds interleaved; median.", warmSettle, rounds))
 	t := &table{head: []string{"echo job on the node", "first output (median)", "range", "whole command (median)", "range"}}
 	t.add("warm: `tether run --pool …`", ms(warm.first.median()), ms(warm.first.min())+"–"+ms(warm.first.max()), ms(warm.whole.median()), ms(warm.whole.min())+"–"+ms(warm.whole.max()))
 	t.add("cold: `tether run …`", ms(cold.first.median()), ms(cold.first.min())+"–"+ms(cold.first.max()), ms(cold.whole.median()), ms(cold.whole.min())+"–"+ms(cold.whole.max()))
 	sec.tabs = append(sec.tabs, t)
+	sec.notes = append(sec.notes, stepsNote)
+	if steps != nil {
+		sec.tabs = append(sec.tabs, steps)
+	}
 	sec.goals = append(sec.goals, goal{
 		measure:  firstGoal,
 		tether:   ms(warm.first.median()),
@@ -70,7 +85,35 @@ func poolSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 }
 
 // echoTimes are the timings of a series of echo jobs.
-type echoTimes struct{ first, whole durations }
+type echoTimes struct {
+	first, whole durations
+	// rounds are the warm jobs' rounds, for their breakdown.
+	rounds []warmRound
+	// ns is the namespace they ran in.
+	ns string
+}
+
+// poolBreakdown returns the warm jobs' breakdown (the node's audit log)
+// and its note; without an audit log, no table and a note that says so.
+func poolBreakdown(ctx context.Context, cfg *config, warm echoTimes) (*table, string, error) {
+	var starts, inits durations
+	for range len(warm.rounds) {
+		start, initSum, err := processStart(ctx, cfg.tether)
+		if err != nil {
+			return nil, "", err
+		}
+		starts, inits = append(starts, start), append(inits, initSum)
+	}
+	start, initSum := starts.median(), inits.median()
+	time.Sleep(time.Second) // the audit log is written asynchronously
+	steps, err := warmBreakdown(filepath.Join(cfg.e2eDir, "logs", "audit.log"), warm.ns, warm.rounds)
+	if err != nil {
+		return nil, "No breakdown of the warm job: " + err.Error(), nil
+	}
+	return breakdownTable(start, initSum, steps, warm.rounds), "The warm job's breakdown below: its API requests as the node's API server saw them (its audit log: when each request arrived and was answered, " +
+		"the attach until its upgrade), after each command's start, medians over the warm rounds; the process start is `tether version` run alone as often (the same binary and packages; median). " +
+		"The claim's update and the attach overlap (the attach opens while the update is under way), and the budget's create runs beside the job.", nil
+}
 
 // poolEcho runs the interleaved warm and cold echo jobs.
 func poolEcho(ctx context.Context, cfg *config, n *node, ws *workspace, rounds int, log *slog.Logger) (warm, cold echoTimes, err error) {
@@ -83,6 +126,7 @@ func poolEcho(ctx context.Context, cfg *config, n *node, ws *workspace, rounds i
 		return warm, cold, err
 	}
 	pool := randomName("bench-")
+	warm.ns = k.ns
 	settings := kube.Spec{Namespace: k.ns, Image: n.images.build, HelperImage: n.images.helper}
 	base := []string{"run", "--image", n.images.build, "--helper-image", n.images.helper, "--kubeconfig", n.kubeconfig, "--quiet"}
 	for r := range rounds {
@@ -90,10 +134,14 @@ func poolEcho(ctx context.Context, cfg *config, n *node, ws *workspace, rounds i
 		if err != nil {
 			return warm, cold, err
 		}
+		// A warm pod waits for its job: the node is done starting it.
+		time.Sleep(warmSettle)
+		started := time.Now()
 		wf, ww, err := timedFirstOutput(ctx, cfg.tether, append(append([]string{}, base...), "--pool", pool, echo)...)
 		if err != nil {
 			return warm, cold, fmt.Errorf("warm echo job: %w", err)
 		}
+		warm.rounds = append(warm.rounds, warmRound{start: started, first: wf, whole: ww, pod: name})
 		// A job that missed the pool ran cold: the pod is left, idle.
 		if got, gerr := k.cs.CoreV1().Pods(k.ns).Get(ctx, name, metav1.GetOptions{}); gerr == nil && got.Labels[kube.LabelWarm] != kube.WarmClaimed {
 			_ = k.cs.CoreV1().Pods(k.ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})

@@ -38,6 +38,17 @@ type ClaimRequest struct {
 	Owner *metav1.OwnerReference
 	// Logger receives the claim's progress at debug level; nil discards it.
 	Logger *slog.Logger
+	// Connect, when set, says the caller runs the job from this process at
+	// once, and Claim overlaps the job's start with the claim: it opens
+	// the attach session to a pod while the update that claims it is under
+	// way (no byte goes over it before the update succeeded; a session to
+	// a pod another job claimed first is closed), and the first Connect of
+	// the returned Pod's first Transport takes that session. The pod's
+	// PodDisruptionBudget is then created in the background while the job
+	// starts (Pod.Protected waits for it; Pod.Delete does). Nil: Claim
+	// returns once the pod is claimed and protected, for a caller that
+	// attaches later or in another process.
+	Connect *ClaimConnect
 }
 
 // MissReason says why Claim found no warm pod.
@@ -97,7 +108,8 @@ func (e *MissError) Unwrap() []error { return []error{ErrNoWarmPod, e.Err} }
 // the pod is the job's, Protect gives it its PodDisruptionBudget (a warm
 // pod is evictable while idle; a claimed one is protected as a cold one;
 // a budget that cannot be made is a warning in the Logger, as for a cold
-// pod).
+// pod). With req.Connect the attach session and the budget's create
+// overlap the claim and the job's start (see ClaimRequest.Connect).
 //
 // The returned Pod's Job carries the job's data for the attach stream: its
 // scripts as Files (in FilesDir), its variables as an EnvFile, the values
@@ -117,11 +129,24 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 	if err := checkPoolName(req.Pool); err != nil {
 		return nil, err
 	}
-	hash, err := PoolHash(req.Spec)
+	if req.Connect != nil && req.Connect.Config == nil {
+		return nil, errors.New("kube: ClaimRequest.Connect needs a Config to attach with")
+	}
+	s, err := req.Spec.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	s, err := req.Spec.withDefaults()
+	// The list goes out first; the hash (a Build of the pod) and the job
+	// are made while it is under way.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	listed := make(chan idleList, 1)
+	go func() {
+		sel := labels.SelectorFromSet(labels.Set{LabelPool: req.Pool, LabelWarm: WarmIdle}).String()
+		list, err := cs.CoreV1().Pods(s.Namespace).List(lctx, metav1.ListOptions{LabelSelector: sel})
+		listed <- idleList{list, err}
+	}()
+	hash, err := PoolHash(req.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +160,8 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 		recordMiss(ctx, cs, s.Namespace, m, log)
 		return nil, m
 	}
-	sel := labels.SelectorFromSet(labels.Set{LabelPool: req.Pool, LabelWarm: WarmIdle}).String()
-	list, err := cs.CoreV1().Pods(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	l := <-listed
+	list, err := l.list, l.err
 	if err != nil {
 		return miss(MissAPI, fmt.Errorf("list the pool's pods: %w", err))
 	}
@@ -163,26 +188,50 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 	for _, pod := range candidates {
 		up := claimedPod(pod, s, req.Owner, time.Now())
+		pending := req.attach(ctx, cs, pod)
 		got, err := cs.CoreV1().Pods(pod.Namespace).Update(ctx, up, metav1.UpdateOptions{})
 		switch {
 		case err == nil:
 			log.Debug("claimed a warm pod", "pool", req.Pool, "pod", got.Namespace+"/"+got.Name, "job", s.JobID)
-			if !s.NoDisruptionProtection {
+			p := &Pod{Client: cs, Namespace: got.Namespace, Name: got.Name, uid: got.UID,
+				Container: BuildContainer, Job: job, Logger: req.Logger, job: s.JobID, attaching: pending}
+			p.started.Store(true)
+			switch {
+			case s.NoDisruptionProtection:
+			case req.Connect != nil:
+				p.protecting = startProtect(ctx, cs, got, log)
+			default:
 				if err := Protect(ctx, cs, got); err != nil {
 					ProtectionWarning(log, got, err)
 				}
 			}
-			p := &Pod{Client: cs, Namespace: got.Namespace, Name: got.Name, uid: got.UID,
-				Container: BuildContainer, Job: job, Logger: req.Logger, job: s.JobID}
-			p.started.Store(true)
 			return p, nil
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			pending.abandon()
 			log.Debug("another job claimed the warm pod first", "pod", pod.Name, "err", err)
 		default:
+			pending.abandon()
 			return miss(MissAPI, fmt.Errorf("claim pod %s/%s: %w%s", pod.Namespace, pod.Name, err, hint(err)))
 		}
 	}
 	return miss(MissRace, nil)
+}
+
+// idleList is the answer to Claim's list of a pool's idle pods.
+type idleList struct {
+	list *corev1.PodList
+	err  error
+}
+
+// attach opens the attach session to pod for req.Connect in the
+// background; nil without req.Connect.
+func (req *ClaimRequest) attach(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) *pendingAttach {
+	if req.Connect == nil {
+		return nil
+	}
+	t := &Transport{Config: req.Connect.Config, Client: cs, Namespace: pod.Namespace, Pod: pod.Name,
+		Container: BuildContainer, Options: req.Connect.Options}
+	return startAttach(ctx, t, cs)
 }
 
 // claimable reports whether pod can serve a job: Running, not being

@@ -70,6 +70,13 @@ type Pod struct {
 	job string
 	// started is set when WaitRunning saw the shim's container start.
 	started atomic.Bool
+	// attaching is the attach session Claim opened to the pod while it
+	// claimed it (ClaimRequest.Connect), until a Transport takes it; nil
+	// otherwise. Guarded by mu.
+	attaching *pendingAttach
+	// protecting is the budget's create Claim started in the background
+	// (ClaimRequest.Connect); nil otherwise. Guarded by mu.
+	protecting *protection
 }
 
 // PodOf is the handle of the existing pod obj (read from the API server):
@@ -246,7 +253,9 @@ func hint(err error) string {
 // With p.Watcher set, it shares what the Watcher learnt about the API
 // server (whether a container log can be read by stream). After
 // WaitRunning succeeded, its first Connect attaches without reading the
-// pod first (the container was just seen to start).
+// pod first (the container was just seen to start). After a Claim with
+// ClaimRequest.Connect, the first Transport's first Connect takes the
+// attach session Claim opened (and reads the pod only when that failed).
 func (p *Pod) Transport(cfg *rest.Config, opts TransportOptions) *Transport {
 	t := &Transport{Config: cfg, Client: p.Client, Namespace: p.Namespace, Pod: p.Name,
 		Container: p.container(), Options: opts}
@@ -254,6 +263,7 @@ func (p *Pod) Transport(cfg *rest.Config, opts TransportOptions) *Transport {
 		t.logStreams = &p.Watcher.logStreams
 	}
 	t.started.Store(p.started.Load())
+	t.pending.Store(p.takeAttach())
 	return t
 }
 

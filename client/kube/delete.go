@@ -27,6 +27,10 @@ const deleteConflicts = 3
 // this job's (it carries the job's LabelJob value) and reports success if
 // it is not (this job's pod is gone).
 func (p *Pod) Delete(ctx context.Context) error {
+	// A claimed pod's budget is made before the pod goes, so that it
+	// never outlives it; an attach session nobody took is closed.
+	_ = p.Protected(ctx)
+	p.takeAttach().abandon()
 	uid := p.stopReplacing(ctx)
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}

@@ -35,7 +35,8 @@ const firstReadWait = 5 * time.Second
 // disrupted. A transport that embeds a *Transport (a wrapper around its
 // Connect) is watched as that Transport. With the Transport's
 // Options.LazyDisruptionWatch the watch starts only once an attach failed,
-// or the job ended as an eviction ends it.
+// or the job ended as an eviction ends it; for a pod Claim attached to
+// (ClaimRequest.Connect) it starts once that attach is done with.
 func Run(ctx context.Context, t client.Transport, job client.Job, opts client.Options) (client.Result, error) {
 	kw, ok := t.(kubeTransport)
 	if !ok {
@@ -48,7 +49,7 @@ func Run(ctx context.Context, t client.Transport, job client.Job, opts client.Op
 	}
 	w := newDisruptionWatch(cs, kt.Namespace, kt.Pod, kt.logger())
 	defer w.end()
-	if !kt.Options.LazyDisruptionWatch {
+	if !kt.Options.LazyDisruptionWatch && kt.pending.Load() == nil {
 		w.begin()
 	}
 	kt.disruptions.Store(w)
@@ -86,6 +87,12 @@ func (t *Transport) connectWatched(ctx context.Context, w *disruptionWatch) (cli
 	}
 	w.connecting()
 	c, err := t.connect(ctx)
+	if !t.Options.LazyDisruptionWatch {
+		// A claimed pod's watch starts once the attach its claim opened
+		// is done with, so that its requests are not in the way of the
+		// job's start (for any other pod it began with Run).
+		w.begin()
+	}
 	if err != nil {
 		// A lazy watch starts with the first failed attach, and its
 		// first read of the pod is waited for: a disruption that broke

@@ -113,6 +113,9 @@ type Transport struct {
 	connected atomic.Bool
 	// disruptions is the watch of the pod Run keeps while its job runs.
 	disruptions atomic.Pointer[disruptionWatch]
+	// pending is the attach session Claim opened while it claimed the pod
+	// (Pod.Transport): the first Connect takes it.
+	pending atomic.Pointer[pendingAttach]
 }
 
 var (
@@ -153,6 +156,18 @@ func (t *Transport) connect(ctx context.Context) (client.Conn, error) {
 	cs, err := t.clientset()
 	if err != nil {
 		return nil, err
+	}
+	if pa := t.pending.Swap(nil); pa != nil {
+		// Claim attached while it claimed the pod: no request to make
+		// unless that attach failed; then the pod's state says why.
+		t.connected.Store(true)
+		c, err := pa.wait(ctx)
+		if err != nil {
+			if _, cerr := t.checkContainer(ctx, cs); cerr != nil {
+				return nil, cerr
+			}
+		}
+		return c, err
 	}
 	if t.started.Swap(false) || t.Options.AttachFirst && !t.connected.Swap(true) {
 		// The container was just seen to start (Pod.Transport after

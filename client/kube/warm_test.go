@@ -2,6 +2,8 @@ package kube
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +61,31 @@ func TestPoolHash(t *testing.T) {
 			t.Errorf("%s hashes like %s (%s)", name, other, h)
 		}
 		seen[h] = name
+	}
+}
+
+// The hash of settings with maps (node selector, resources) is the same
+// whatever order Go iterates the maps in: the claimer's and the
+// controller's hashes of one pool agree.
+func TestPoolHashDeterministic(t *testing.T) {
+	s := poolSpec()
+	s.NodeSelector = map[string]string{}
+	for i := range 32 {
+		s.NodeSelector[fmt.Sprintf("key-%d", i)] = fmt.Sprint(i)
+	}
+	s.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Gi"), "example.com/gpu": resource.MustParse("1")}
+	want, err := PoolHash(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		c := s
+		c.NodeSelector = maps.Clone(s.NodeSelector)
+		c.Resources.Requests = maps.Clone(s.Resources.Requests)
+		if got, err := PoolHash(c); err != nil || got != want {
+			t.Fatalf("hash %s, %v; then %s: it depends on the maps' order", want, err, got)
+		}
 	}
 }
 

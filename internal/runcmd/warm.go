@@ -3,6 +3,7 @@ package runcmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 
@@ -23,7 +24,12 @@ import (
 // timeouts and cleanup are those of a cold pod.
 func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Interface, spec kube.Spec, job client.Job, stdout io.Writer) (code int, ok bool) {
 	log := f.Logger
-	pod, err := kube.Claim(ctx, cs, kube.ClaimRequest{Pool: f.Pool, Spec: spec, Logger: log})
+	// The claim attaches and protects the pod while it claims it; the
+	// claim saw the build container running, so the pod is read only if
+	// that attach fails (a pod gone meanwhile).
+	topts := kube.TransportOptions{Logger: log, AttachFirst: true}
+	pod, err := kube.Claim(ctx, cs, kube.ClaimRequest{Pool: f.Pool, Spec: spec, Logger: log,
+		Connect: &kube.ClaimConnect{Config: cfg, Options: topts}})
 	if errors.Is(err, kube.ErrNoWarmPod) {
 		return 0, false // Claim logged why, at debug level
 	}
@@ -35,6 +41,7 @@ func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Inte
 	pod.DeleteGrace = spec.TerminationGracePeriod
 	if f.Keep {
 		defer log.Info("keeping the pod (--keep)", "pod", pod.Namespace+"/"+pod.Name)
+		defer func() { _ = pod.Protected(ctx) }() // its warning is logged
 	} else {
 		defer cmdutil.DeletePod(ctx, log, pod)
 		remove := cmdutil.OnForce(ctx, func() { cmdutil.DeletePod(ctx, log, pod) })
@@ -43,11 +50,13 @@ func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Inte
 	wj := pod.Job
 	wj.Mask = append(wj.Mask, job.Mask...) // masked values travel in the job command only
 	wj.Shell = job.Shell
-	// The claim saw the build container running: attach at once, and
-	// read the pod only if the attach fails (a pod gone meanwhile).
-	t := &firstConnect{Transport: pod.Transport(cfg, kube.TransportOptions{Logger: log, AttachFirst: true})}
+	// A pod gone before the job reached it ends the session at once (no
+	// log to read, no disruption to wait for): the job starts elsewhere.
+	fctx, gone := context.WithCancelCause(ctx)
+	defer gone(nil)
+	t := &firstConnect{Transport: pod.Transport(cfg, topts), gone: gone}
 	var begun scriptsBegun
-	res, err := follow(ctx, f, t, pod, wj, stdout, &begun)
+	res, err := follow(fctx, f, t, pod, wj, stdout, &begun)
 	if !t.reached.Load() && ctx.Err() == nil {
 		log.Info("the warm pod was gone before the job reached it; starting a pod for the job", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return 0, false
@@ -62,13 +71,22 @@ func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Inte
 type firstConnect struct {
 	*kube.Transport
 	reached atomic.Bool
+	// gone ends the session when the pod is gone before any connection.
+	gone context.CancelCauseFunc
 }
+
+// errGoneUnreached ends the session of a warm pod that was gone before
+// the job reached it.
+var errGoneUnreached = errors.New("the warm pod was gone before the job reached it")
 
 // Connect connects through the pod's transport.
 func (t *firstConnect) Connect(ctx context.Context) (client.Conn, error) {
 	c, err := t.Transport.Connect(ctx)
-	if err == nil {
+	switch {
+	case err == nil:
 		t.reached.Store(true)
+	case errors.Is(err, client.ErrShimGone) && !t.reached.Load():
+		t.gone(fmt.Errorf("%w: %w", errGoneUnreached, err))
 	}
 	return c, err
 }

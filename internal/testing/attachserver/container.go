@@ -190,6 +190,13 @@ func (c *Container) Attaches() int {
 	return c.attaches
 }
 
+// Attached counts the attach sessions open now.
+func (c *Container) Attached() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.outs)
+}
+
 // Stderr returns the last 64 KiB the process wrote to stderr.
 func (c *Container) Stderr() string { return c.log.String() }
 

@@ -1,0 +1,129 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tether-ci/tether/client"
+)
+
+// ClaimConnect tells Claim that the caller runs the claimed pod's job from
+// this process at once (Pod.Transport, then Run), so that Claim overlaps
+// what the job's start waits for with the claim itself (see
+// ClaimRequest.Connect).
+type ClaimConnect struct {
+	// Config reaches the API server, as for Pod.Transport. Required.
+	Config *rest.Config
+	// Options are the attach session's options, as for Pod.Transport
+	// (Protocol, ConnectTimeout and Logger matter here).
+	Options TransportOptions
+}
+
+// pendingAttach is an attach session Claim opened to a pod while its
+// update made the pod the job's: the first Connect of the pod's Transport
+// takes it. No byte is written to it before that Connect.
+type pendingAttach struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed once conn or err is set
+	conn   client.Conn
+	err    error
+	once   sync.Once // abandon
+}
+
+// startAttach opens an attach session through t in the background.
+func startAttach(ctx context.Context, t *Transport, cs kubernetes.Interface) *pendingAttach {
+	ctx, cancel := context.WithCancel(ctx)
+	pa := &pendingAttach{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(pa.done)
+		pa.conn, pa.err = t.attach(ctx, cs)
+	}()
+	return pa
+}
+
+// wait returns the session once it is established, or why it is not.
+// When ctx ends first the session is abandoned.
+func (pa *pendingAttach) wait(ctx context.Context) (client.Conn, error) {
+	select {
+	case <-pa.done:
+		pa.cancel()
+		return pa.conn, pa.err
+	case <-ctx.Done():
+		pa.abandon()
+		return nil, context.Cause(ctx)
+	}
+}
+
+// abandon ends the session (now, or once its attach returns): its pod was
+// not claimed, or the job will not use it.
+func (pa *pendingAttach) abandon() {
+	if pa == nil {
+		return
+	}
+	pa.once.Do(func() {
+		pa.cancel()
+		go func() {
+			<-pa.done
+			if pa.conn != nil {
+				_ = pa.conn.Close()
+			}
+		}()
+	})
+}
+
+// protection is the PodDisruptionBudget's create that Claim started for a
+// claimed pod (ClaimRequest.Connect): it runs while the job starts.
+type protection struct {
+	done chan struct{} // closed once err is set
+	err  error
+}
+
+// startProtect creates pod's budget (Protect) in the background; a failure
+// is logged as ProtectionWarning, as for a pod that Create protects.
+func startProtect(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, log *slog.Logger) *protection {
+	pr := &protection{done: make(chan struct{})}
+	go func() {
+		defer close(pr.done)
+		if pr.err = Protect(context.WithoutCancel(ctx), cs, pod); pr.err != nil {
+			ProtectionWarning(log, pod, pr.err)
+		}
+	}()
+	return pr
+}
+
+// Protected waits until the pod's PodDisruptionBudget, whose create Claim
+// started in the background (ClaimRequest.Connect), exists, and returns
+// the create's error (also logged as a warning in the Pod's Logger). It
+// returns nil at once for a pod Claim protected before it returned, or
+// that is not protected (Spec.NoDisruptionProtection), and ctx's cause
+// when ctx ends first. Delete waits for the create itself, so that the
+// budget never outlives the pod; a caller that keeps the pod calls
+// Protected before it exits.
+func (p *Pod) Protected(ctx context.Context) error {
+	p.mu.Lock()
+	pr := p.protecting
+	p.mu.Unlock()
+	if pr == nil {
+		return nil
+	}
+	select {
+	case <-pr.done:
+		return pr.err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// takeAttach returns the attach session Claim opened to the pod, once.
+func (p *Pod) takeAttach() *pendingAttach {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pa := p.attaching
+	p.attaching = nil
+	return pa
+}
