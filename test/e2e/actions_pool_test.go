@@ -16,6 +16,7 @@ import (
 
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions"
+	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/contract"
 	"github.com/tether-ci/tether/internal/pool"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
@@ -103,7 +104,7 @@ func TestActionsPoolWarmHitAndMiss(t *testing.T) {
 	if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "claimed warm pod "+ns+"/"+warm[0]+" of pool act") {
 		t.Fatalf("prepare_job of the pool's image: %v, exit %d\nstdout %s\nstderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	var resp actions.PrepareResponse
+	var resp hookapi.PrepareResponse
 	if err := json.Unmarshal([]byte(res.Response), &resp); err != nil || resp.State == nil || resp.State.Pod != warm[0] || resp.IsAlpine {
 		t.Fatalf("response %s (%v): want the warm pod in the state", res.Response, err)
 	}
