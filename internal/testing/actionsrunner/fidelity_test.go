@@ -66,8 +66,8 @@ func TestStepLog(t *testing.T) {
 func TestInvokeLog(t *testing.T) {
 	script := `in=$(cat)
 case $in in
-  *prepare_job*) echo "::add-mask::hunter2"; echo "pw hunter2" >&2; printf '{"isAlpine":false}' > "$(printf '%s' "$in" | sed 's/.*"responseFile":"\([^"]*\)".*/\1/')" ;;
-  *cleanup_job*) echo "still hunter2"; echo "PATH=$PATH" ;;
+  *prepare_job*) echo "::add-mask::hunter2"; echo "pw hunter2"; printf '{"isAlpine":false}' > "$(printf '%s' "$in" | sed 's/.*"responseFile":"\([^"]*\)".*/\1/')" ;;
+  *cleanup_job*) echo "still hunter2" >&2; echo "PATH=$PATH" ;;
 esac
 `
 	r := scriptedRunner(t, script)
@@ -78,7 +78,11 @@ esac
 	}
 	r.PrependPath = []string{"/opt/tools"}
 	res, err = r.CleanupJob(ctx)
-	if err != nil || len(res.Log) != 2 || res.Log[0] != "still ***" || !strings.HasPrefix(res.Log[1], "PATH=/opt/tools:") {
+	// The two streams are read apart, as the runner reads them: their
+	// lines may come in either order.
+	got := slices.Clone(res.Log)
+	slices.Sort(got)
+	if err != nil || len(got) != 2 || !strings.HasPrefix(got[0], "PATH=/opt/tools:") || got[1] != "still ***" {
 		t.Fatalf("cleanup: %v, log %q", err, res.Log)
 	}
 	if len(r.Log.Lines) != 3 {
