@@ -96,9 +96,13 @@ func (f *Settings) logger() *slog.Logger {
 // gitlabPod returns the job's pod (its container: the build container),
 // a transport maker for a container of it, and the API server's address.
 func gitlabPod(cfg *Settings, env Env, log *slog.Logger) (*kube.Pod, func(kube.TransportOptions) *kube.Transport, string, error) {
-	cmdutil.RouteKlog(log)
 	kc := cfg.kube
 	if kc == nil || !kc.serves(cfg) {
+		// The process's own connection routes client-go's klog. One given
+		// in cfg.kube (the stage agent's) is routed by its owner: klog's
+		// logger is process-wide, and the agent's other attaches log
+		// through it while a stage starts.
+		cmdutil.RouteKlog(log)
 		var err error
 		if kc, err = newKubeConn(cfg); err != nil {
 			return nil, nil, "", err

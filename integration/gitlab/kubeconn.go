@@ -15,7 +15,7 @@ import (
 type kubeConn struct {
 	rc *rest.Config
 	ns string
-	cs *kubernetes.Clientset
+	cs kubernetes.Interface
 	// kubeconfig, context and namespace are the settings it was built for.
 	kubeconfig, context, namespace string
 }
