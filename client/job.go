@@ -94,6 +94,22 @@ func afterTimeoutMS(d time.Duration) int64 {
 	return 0
 }
 
+// AddEnvFile gives the job's scripts env as a variables file at path,
+// delivered with the job (one of Files, named by EnvFile, mode 0600);
+// nothing without variables.
+func (j *Job) AddEnvFile(path string, env map[string]string) error {
+	if len(env) == 0 {
+		return nil
+	}
+	data, err := protocol.EncodeEnvFile(env)
+	if err != nil {
+		return err
+	}
+	j.EnvFile = path
+	j.Files = append(j.Files, File{Path: path, Content: data, Mode: 0o600})
+	return nil
+}
+
 // newJobID returns a random job ID.
 func newJobID() string { return NewJobID("job") }
 

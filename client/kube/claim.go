@@ -17,7 +17,6 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/internal/random"
-	"github.com/tether-ci/tether/protocol"
 )
 
 // ClaimRequest asks for a warm pod of a pool for one job.
@@ -305,13 +304,8 @@ func warmJob(s Spec) (client.Job, error) {
 	for i, sc := range s.After {
 		job.After = append(job.After, add(len(s.Scripts)+i, sc))
 	}
-	if len(s.Env) > 0 {
-		data, err := protocol.EncodeEnvFile(s.Env)
-		if err != nil {
-			return job, fmt.Errorf("kube: the job's variables: %w", err)
-		}
-		job.EnvFile = FilesDir + "/.env-" + random.Hex(8)
-		job.Files = append(job.Files, client.File{Path: job.EnvFile, Content: data, Mode: 0o600})
+	if err := job.AddEnvFile(FilesDir+"/.env-"+random.Hex(8), s.Env); err != nil {
+		return job, fmt.Errorf("kube: the job's variables: %w", err)
 	}
 	for _, name := range s.MaskEnv {
 		job.Mask = append(job.Mask, s.Env[name])

@@ -11,7 +11,6 @@ import (
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
-	"github.com/tether-ci/tether/protocol"
 )
 
 // MissOptions is why prepare_job did not ask the pool for a warm pod: the
@@ -86,14 +85,8 @@ func shapedBeyondSpec(shape *podShape, spec kube.Spec, services []Container) str
 // shim puts them under the step's own, as a created pod's container
 // environment is. Nothing without variables.
 func addContainerEnv(job *client.Job, env map[string]string) error {
-	if len(env) == 0 {
-		return nil
-	}
-	data, err := protocol.EncodeEnvFile(env)
-	if err != nil {
+	if err := job.AddEnvFile(kube.FilesDir+"/.env-"+job.ID, env); err != nil {
 		return fmt.Errorf("the job container's variables: %w", err)
 	}
-	job.EnvFile = kube.FilesDir + "/.env-" + job.ID
-	job.Files = append(job.Files, client.File{Path: job.EnvFile, Content: data, Mode: 0o600})
 	return nil
 }
