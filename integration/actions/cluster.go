@@ -57,8 +57,13 @@ func (c *cluster) transport(h *Hook, p *kube.Pod) client.Transport {
 // too: captured, never in the step's log. opts says where its output
 // starts (From, FromEnd) and its ReconnectTimeout; the rest is the hook's.
 func (c *cluster) runHelper(ctx context.Context, h *Hook, pod *kube.Pod, job client.Job, opts client.Options) (client.Result, []byte, error) {
+	return c.runHelperOn(ctx, h, c.transport(h, pod), job, opts)
+}
+
+// runHelperOn is runHelper over the transport t of the job container.
+func (c *cluster) runHelperOn(ctx context.Context, h *Hook, t client.Transport, job client.Job, opts client.Options) (client.Result, []byte, error) {
 	var out lockedbuf.Buffer
 	opts.Output, opts.Logger = &out, h.logger()
-	res, err := kube.Run(ctx, c.transport(h, pod), job, opts)
+	res, err := kube.Run(ctx, t, job, opts)
 	return res, out.Bytes(), err
 }

@@ -137,16 +137,32 @@ func rollBackOnFailure(ctx context.Context, h *Hook, pod *kube.Pod, st *hookapi.
 // copies the runner's disk into it and writes the response; an error
 // means the pod must go.
 func prepareCreated(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *hookapi.State, args *PrepareJobArgs, disk *runnerDisk, responseFile string) error {
+	alpine, err := startPod(ctx, h, c, pod, c.transport(h, pod), args)
+	if err != nil {
+		return err
+	}
+	return finishPrepare(ctx, h, c, pod, st, args, alpine, disk, responseFile)
+}
+
+// startPod waits for the job's pod to run and probes it through t (its
+// job container's transport): it returns isAlpine.
+func startPod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, t client.Transport, args *PrepareJobArgs) (bool, error) {
 	if err := pod.WaitRunning(ctx, kube.WaitOptions{Timeout: h.Settings.PrepareTimeout, ScheduleTimeout: h.Settings.Pod.ScheduleTimeout}); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("stopped while the job's pod was starting: %w", context.Cause(ctx))
+			return false, fmt.Errorf("stopped while the job's pod was starting: %w", context.Cause(ctx))
 		}
-		return fmt.Errorf("the job's pod did not start: %w%s", err, externalsHint(err))
+		return false, fmt.Errorf("the job's pod did not start: %w%s", err, externalsHint(err))
 	}
-	alpine, err := probePod(ctx, h, c, pod, args.Container.WorkingDirectory)
+	alpine, err := probePod(ctx, h, c, pod, t, args.Container.WorkingDirectory)
 	if err != nil {
-		return fmt.Errorf("the job's pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return false, fmt.Errorf("the job's pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	return alpine, nil
+}
+
+// finishPrepare copies the runner's disk into the job's pod, which runs
+// and answered the probe, and writes the response.
+func finishPrepare(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, st *hookapi.State, args *PrepareJobArgs, alpine bool, disk *runnerDisk, responseFile string) error {
 	if err := copyRunnerDisk(ctx, h, c, pod, disk); err != nil {
 		return fmt.Errorf("the job's pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -217,8 +233,9 @@ mkdir -p ` + FileCommandsDir + ` ` + HomeDir + ` ` + WorkflowDir + ` %s || exit 
 if [ -f /etc/alpine-release ]; then echo isAlpine=true; else echo isAlpine=false; fi
 `
 
-// probePod runs probeScript through the shim and returns isAlpine.
-func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir string) (bool, error) {
+// probePod runs probeScript through the shim (over t) and returns
+// isAlpine.
+func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, t client.Transport, workdir string) (bool, error) {
 	dirs := ""
 	if workdir != "" {
 		dirs = shell.Quote(workdir)
@@ -227,7 +244,7 @@ func probePod(ctx context.Context, h *Hook, c *cluster, pod *kube.Pod, workdir s
 	// A claimed warm pod's shim learns the job's deadline and TTL here
 	// (kube.Claim); a created pod's has them from its start.
 	job.Deadline, job.TTL = pod.Job.Deadline, pod.Job.TTL
-	res, out, err := c.runHelper(ctx, h, pod, job, client.Options{})
+	res, out, err := c.runHelperOn(ctx, h, t, job, client.Options{})
 	if err != nil {
 		return false, fmt.Errorf("cannot run the preparing script in the job container: %w", err)
 	}

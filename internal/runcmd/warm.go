@@ -3,9 +3,7 @@ package runcmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -54,39 +52,12 @@ func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Inte
 	// log to read, no disruption to wait for): the job starts elsewhere.
 	fctx, gone := context.WithCancelCause(ctx)
 	defer gone(nil)
-	t := &firstConnect{Transport: pod.Transport(cfg, topts), gone: gone}
+	t := &cmdutil.FirstConnect{Transport: pod.Transport(cfg, topts), Gone: gone}
 	var begun scriptsBegun
 	res, err := follow(fctx, f, t, pod, wj, stdout, &begun)
-	if !t.reached.Load() && ctx.Err() == nil {
+	if !t.Reached() && ctx.Err() == nil {
 		log.Info("the warm pod was gone before the job reached it; starting a pod for the job", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return 0, false
 	}
 	return report(f, wj, res, err, &begun), true
-}
-
-// firstConnect is a pod's transport that remembers whether any connection
-// to the shim was made: before one, the job cannot have reached the shim,
-// so a job whose pod vanished may start afresh elsewhere. (Embedding keeps
-// the transport's other methods, such as client.LogSource's.)
-type firstConnect struct {
-	*kube.Transport
-	reached atomic.Bool
-	// gone ends the session when the pod is gone before any connection.
-	gone context.CancelCauseFunc
-}
-
-// errGoneUnreached ends the session of a warm pod that was gone before
-// the job reached it.
-var errGoneUnreached = errors.New("the warm pod was gone before the job reached it")
-
-// Connect connects through the pod's transport.
-func (t *firstConnect) Connect(ctx context.Context) (client.Conn, error) {
-	c, err := t.Transport.Connect(ctx)
-	switch {
-	case err == nil:
-		t.reached.Store(true)
-	case errors.Is(err, client.ErrShimGone) && !t.reached.Load():
-		t.gone(fmt.Errorf("%w: %w", errGoneUnreached, err))
-	}
-	return c, err
 }
