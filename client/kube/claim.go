@@ -156,7 +156,7 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 	miss := func(r MissReason, err error) (*Pod, error) {
 		m := &MissError{Pool: req.Pool, Reason: r, Err: err}
 		log.Debug("no warm pod: cold start", "pool", req.Pool, "reason", string(r), "err", err)
-		recordMiss(ctx, cs, s.Namespace, m, log)
+		RecordMiss(ctx, cs, s.Namespace, m, log)
 		return nil, m
 	}
 	l := <-listed

@@ -47,9 +47,12 @@ func MissEvent(ns string, m *MissError, now time.Time) *corev1.Event {
 	}
 }
 
-// recordMiss creates m's Event (MissEvent) in ns; it is best effort: a
+// RecordMiss creates m's Event (MissEvent) in ns; it is best effort: a
 // claimer without create on events logs why at debug level and goes on.
-func recordMiss(ctx context.Context, cs kubernetes.Interface, ns string, m *MissError, log *slog.Logger) {
+// Claim records its own misses; an integration that decides against a
+// claim before asking (a job its pool cannot serve) records its miss
+// with it, so that every miss is counted alike.
+func RecordMiss(ctx context.Context, cs kubernetes.Interface, ns string, m *MissError, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), missEventTimeout)
 	defer cancel()
 	if _, err := cs.CoreV1().Events(ns).Create(ctx, MissEvent(ns, m, time.Now()), metav1.CreateOptions{}); err != nil {

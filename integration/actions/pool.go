@@ -19,13 +19,14 @@ import (
 // MissOptions is why prepare_job did not ask the pool for a warm pod: the
 // workflow's container options or the hook template change the job's pod
 // beyond what a pool declares (actionspod.Shape), so no warm pod has it.
-const MissOptions = "options"
+// It is recorded as the other misses are (kube.RecordMiss).
+const MissOptions kube.MissReason = "options"
 
 // prepareWarm is prepare_job on a warm pod of the pool setting
 // (kube.Claim): spec is the job's pod as jobSpec, addExternals and
 // shape.shapeSpec made it. claimed is false when no pod was claimed (why
-// is logged at debug level; kube.Claim records its misses as Events):
-// the caller creates the job's pod at once. A claimed pod gets what
+// is logged at debug level and recorded as a miss Event: kube.Claim's
+// reasons, or MissOptions): the caller creates the job's pod at once. A claimed pod gets what
 // belongs to the job after the claim: its owner (the runner's pod) and
 // labels at the claim, its pull Secret, the job's deadline and TTL with
 // the first job over the stream, the runner's disk copied over the
@@ -38,7 +39,8 @@ const MissOptions = "options"
 func prepareWarm(ctx context.Context, h *Hook, c *cluster, shape *podShape, spec kube.Spec, args *PrepareJobArgs, runner *corev1.Pod, disk *runnerDisk, pullConfig []byte, responseFile string, after *afterExit) (claimed bool, err error) {
 	log, pool := h.logger(), h.Settings.Pool
 	if why := shapedBeyondSpec(shape, spec, args.Services); why != "" {
-		log.Debug("no warm pod for the job: starting a pod of its own", "pool", pool, "reason", MissOptions, "why", why)
+		log.Debug("no warm pod for the job: starting a pod of its own", "pool", pool, "reason", string(MissOptions), "why", why)
+		kube.RecordMiss(ctx, c.cs, c.namespace, &kube.MissError{Pool: pool, Reason: MissOptions, Err: errors.New(why)}, log)
 		return false, nil
 	}
 	req := kube.ClaimRequest{Pool: pool, Spec: spec, Logger: log}

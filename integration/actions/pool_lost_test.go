@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +26,7 @@ import (
 	ktesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/contract"
 )
 
 // deletingAttachServer stands in for the API server's attach endpoint of
@@ -163,6 +168,61 @@ func TestPrepareJobFallsBackColdWhenTheClaimedPodIsLost(t *testing.T) {
 			secrets, err := cs.CoreV1().Secrets("ci").List(ctx, metav1.ListOptions{})
 			if err != nil || len(secrets.Items) != 0 {
 				t.Errorf("Secrets left %v (%v): want the claimed pod's pull Secret deleted", secrets.Items, err)
+			}
+		})
+	}
+}
+
+// A job whose workflow options or hook template shape its pod beyond any
+// pool's does not ask the pool (no claim), and its miss is recorded as
+// the claim's misses are: a WarmPodMiss Event of the pool with reason
+// options, which `tether pool status` and the controller count.
+func TestPrepareJobBeyondThePoolRecordsAMiss(t *testing.T) {
+	tpl := filepath.Join(t.TempDir(), "tpl.yaml")
+	if err := os.WriteFile(tpl, []byte("metadata:\n  labels: {team: a}\nspec:\n  containers: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		options string
+		env     map[string]string
+	}{
+		"options":       {options: "--cpus 2"},
+		"hook template": {env: map[string]string{EnvHookTemplate: tpl}},
+	} {
+		t.Run(strings.ReplaceAll(name, " ", "-"), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p, ps := poolSpec(t, actionsPool)
+			warm := runningWarmPod(t, p, ps)
+			cs := fake.NewClientset(warm, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "runner-1", UID: "uid-runner"}})
+			servePodDryRuns(cs)
+			var creates atomic.Int32
+			refuseColdPods(cs, &creates)
+			env := poolHookEnv(t)
+			maps.Copy(env, c.env)
+			h, _ := fakeHook(cs, env)
+			h.Settings = fakeSettings(t, env)
+			in := prepareJobInput(t, "bash:5")
+			in.Args = fmt.Appendf(nil, `{"container":{"image":"bash:5","createOptions":%q},"services":[{"image":"redis:7"}]}`, c.options)
+			_ = PrepareJob(ctx, h, in) // the cold pod is refused
+			if creates.Load() != 1 {
+				t.Errorf("%d cold pod creates, want 1", creates.Load())
+			}
+			for _, a := range cs.Actions() {
+				if a.GetVerb() == "update" || a.GetVerb() == "list" && a.GetResource().Resource == "pods" {
+					t.Errorf("prepare_job asked the pool (%s %s)", a.GetVerb(), a.GetResource().Resource)
+				}
+			}
+			evs, err := cs.CoreV1().Events("ci").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs.Items) != 1 {
+				t.Fatalf("%d Events, want one miss", len(evs.Items))
+			}
+			e := evs.Items[0]
+			if e.Reason != contract.EventWarmMiss || e.Annotations[contract.LabelPool] != "act" || e.Annotations[contract.AnnotationMissReason] != string(MissOptions) {
+				t.Errorf("Event reason %s, annotations %v: want %s of pool act, reason %s", e.Reason, e.Annotations, contract.EventWarmMiss, MissOptions)
 			}
 		})
 	}

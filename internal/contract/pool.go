@@ -12,6 +12,8 @@ const (
 	// AnnotationMissReason says why.
 	EventWarmMiss = "WarmPodMiss"
 	// AnnotationMissReason is the reason of a miss on its Event:
-	// client/kube's MissReason ("empty", "settings", "race", "api").
+	// client/kube's MissReason ("empty", "settings", "race", "api"), or
+	// "options" from tether actions (the workflow's container options or
+	// the hook template shape the job's pod beyond any pool's).
 	AnnotationMissReason = "tether.dev/miss-reason"
 )

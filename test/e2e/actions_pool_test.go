@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,4 +150,70 @@ func TestActionsPoolWarmHitAndMiss(t *testing.T) {
 	if len(misses) != 1 || misses["settings"] != 1 {
 		t.Errorf("miss Events by reason %v, want settings=1 (another image)", misses)
 	}
+}
+
+// TestActionsPoolClaimedPodLostBeforeProbe: prepare_job claims the
+// pool's warm pod, which is deleted (grace period 0) before the hook's
+// first attach to it (its readiness probe) reaches it — the hook talks to
+// the API server through a proxy that holds that attach until the pod is
+// gone. prepare_job says so, deletes the claimed pod's pull Secret, and
+// starts the job's pod of its own at once: it succeeds, the job's steps
+// run there, and cleanup_job leaves nothing.
+func TestActionsPoolClaimedPodLostBeforeProbe(t *testing.T) {
+	c := NewCluster(t)
+	ns := c.NewNamespace(t, "apool-lost")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	warm := startWarmPods(ctx, t, c, "lost", actionsPoolSpec(t, ns, "lost"), 1)[0]
+	proxy := c.startAPIProxy(t, ns)
+	var held atomic.Int32
+	proxy.Hold = func(ctx context.Context, _, pod string) {
+		if pod != warm || held.Add(1) > 1 {
+			return
+		}
+		if !proxy.waitUpdated(ctx, pod, time.Minute) {
+			t.Errorf("the attach to %s came without its claim's update", pod)
+			return
+		}
+		zero := int64(0)
+		if err := c.Client.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Errorf("delete the claimed pod: %v", err)
+			return
+		}
+		c.WaitFor(ctx, t, "the claimed pod gone", func(ctx context.Context) (bool, error) {
+			_, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+			return err != nil, ignoreNotFound(err)
+		})
+	}
+	r := newActionsRunner(t, c, ns, actions.EnvPool+"=lost", actions.EnvExternalsImage+"="+actions.ExternalsOff,
+		actions.EnvKubeconfig+"="+proxy.Kubeconfig)
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer pcancel()
+	res, err := r.PrepareJob(pctx, BashImage, map[string]string{"JOB_VAR": "v1"}, nil)
+	if pctx.Err() != nil {
+		t.Fatal("prepare_job hung on a claimed pod deleted before its probe")
+	}
+	t.Logf("prepare_job stdout:\n%s\nstderr:\n%s", res.Stdout, res.Stderr)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("prepare_job: %v, exit %d: want it to start the job's pod of its own", err, res.ExitCode)
+	}
+	if held.Load() == 0 {
+		t.Fatal("prepare_job never attached to the warm pod it claimed")
+	}
+	out := string(res.Stdout)
+	if !strings.Contains(out, "claimed warm pod "+ns+"/"+warm) || !strings.Contains(out, "was gone before the job reached it") || !strings.Contains(out, "created (image") {
+		t.Errorf("stdout %q: want the claim, the lost pod and the created pod said", out)
+	}
+	var resp hookapi.PrepareResponse
+	if err := json.Unmarshal([]byte(res.Response), &resp); err != nil || resp.State == nil || resp.State.Pod == warm {
+		t.Fatalf("response %s (%v): want the created pod in the state", res.Response, err)
+	}
+	if _, err := c.Client.CoreV1().Secrets(ns).Get(ctx, warm+kube.PullSecretSuffix, metav1.GetOptions{}); err == nil {
+		t.Errorf("the lost pod's pull Secret %s is left", warm+kube.PullSecretSuffix)
+	}
+	s := mustStep(ctx, t, r, actionsrunner.Step{Script: `hostname; echo "$JOB_VAR"; exit 3`})
+	if want := resp.State.Pod + "\nv1\n"; s.ExitCode != 3 || string(s.Stdout) != want {
+		t.Errorf("step: exit %d, stdout %q; want 3 and %q", s.ExitCode, s.Stdout, want)
+	}
+	cleanupLeavesNothing(ctx, t, c, ns, r)
 }
