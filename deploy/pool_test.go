@@ -123,7 +123,7 @@ func poolTemplate(t *testing.T, ns string, set ...string) poolObjects {
 }
 
 func TestPoolHelmLint(t *testing.T) {
-	for _, set := range [][]string{nil, {"replicas=1", "pod.hostNetwork=true", "extraArgs={--backoff-max=1m}"}} {
+	for _, set := range [][]string{nil, {"replicas=1", "pod.hostNetwork=true", "extraArgs={--backoff-max=1m}", "nodeReader.serviceAccounts={arc-runner}"}} {
 		args := []string{"lint", "--strict", poolChart}
 		for _, s := range set {
 			args = append(args, "--set", s)

@@ -22,3 +22,18 @@ type Permission struct {
 	// a missing one.
 	For string
 }
+
+// NodeRead is the one cluster-scoped thing a job's client does with the
+// API: while it cannot reach the shim, client/kube's Run reads the job
+// pod's node to tell a lost node (docs/disruptions.md). It is optional
+// (without it a lost node is told from the pod's Ready condition alone)
+// and no namespaced Role can grant it: NodeReadRBACFile and the pool
+// chart's nodeReader value grant exactly it, deploy's tests compare them.
+func NodeRead() Permission {
+	return Permission{Resource: "nodes", Verbs: []string{"get"},
+		For: "a job whose shim cannot be reached reads its pod's node, to end at once when the node is lost (else a pod that never became ready waits out the reconnect timeout)"}
+}
+
+// NodeReadRBACFile is where the project keeps the opt-in ClusterRole and
+// ClusterRoleBinding that grant NodeRead to the integrations' identities.
+const NodeReadRBACFile = "deploy/nodes/rbac.yaml"
