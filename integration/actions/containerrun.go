@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,14 +88,18 @@ func runContainerStep(ctx context.Context, h *Hook, in *hookapi.Input, after *af
 	awakeDone := make(chan struct{})
 	go func() { defer close(awakeDone); keepShimAwake(awake, h, c, pod, from) }()
 	defer func() { stopAwake(); <-awakeDone }()
-	name, err := startContainerStep(ctx, h, c, st, &args)
+	name, shimEnv, err := startContainerStep(ctx, h, c, st, &args)
 	if err != nil {
 		return err
 	}
 	// The container read its env when it started: the Secret goes after
 	// the step, whatever its end.
 	after.add(func(bool) { deleteStepSecret(ctx, h, c, st.Namespace, st.Pod+"-"+name+stepEnvSecretSuffix) })
-	res, err := followContainerStep(ctx, h, c, st, name, argv)
+	job, err := stepJob(kube.FilesDir, st.Pod+"-"+name, argv, shimEnv)
+	if err != nil {
+		return err
+	}
+	res, err := followContainerStep(ctx, h, c, st, name, job)
 	stopAwake()
 	<-awakeDone
 	if err != nil {
@@ -107,6 +112,20 @@ func runContainerStep(ctx context.Context, h *Hook, in *hookapi.Input, after *af
 		}
 	}
 	return stepResult(res.ExitCode)
+}
+
+// stepShimMinIdle is the shortest idle timeout of a container step's shim
+// (shimOfPod): the kubelet may report the container running seconds after
+// it started, and only then does the hook reach it.
+const stepShimMinIdle = time.Minute
+
+// reconnectBudget is how long a step may stay unreachable: the
+// ReconnectTimeout setting, else client's default.
+func (h *Hook) reconnectBudget() time.Duration {
+	if h.Settings.ReconnectTimeout > 0 {
+		return h.Settings.ReconnectTimeout
+	}
+	return client.DefaultReconnectTimeout
 }
 
 // pullConfig is the job pod's pull Secret's .dockerconfigjson (with the
@@ -124,24 +143,25 @@ func pullConfig(ctx context.Context, h *Hook, c *cluster, st *hookapi.State) []b
 }
 
 // startContainerStep creates the step's env Secret and adds its ephemeral
-// container, a tether-shim, to the pod. It returns the container's name;
-// on an error its Secret is deleted again.
-func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, args *Container) (string, error) {
+// container, a tether-shim, to the pod. It returns the container's name
+// and the variables its program gets over the stream (containerStep's
+// shimEnv); on an error its Secret is deleted again.
+func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, args *Container) (string, map[string]string, error) {
 	pods := c.cs.CoreV1().Pods(st.Namespace)
 	for attempt := 0; ; attempt++ {
 		p, err := pods.Get(ctx, st.Pod, metav1.GetOptions{})
 		if err != nil {
-			return "", fmt.Errorf("cannot read the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
+			return "", nil, fmt.Errorf("cannot read the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
 		}
 		name := nextStepName(p)
 		secret := st.Pod + "-" + name + stepEnvSecretSuffix
-		shim, err := shimOfPod(p, name)
+		shim, err := shimOfPod(p, name, max(h.reconnectBudget(), stepShimMinIdle))
 		if err != nil {
-			return "", fmt.Errorf("run_container_step: %w", err)
+			return "", nil, fmt.Errorf("run_container_step: %w", err)
 		}
 		step, err := buildContainerStep(args, name, secret, shim, h.warn)
 		if err != nil {
-			return "", fmt.Errorf("run_container_step: %w", err)
+			return "", nil, fmt.Errorf("run_container_step: %w", err)
 		}
 		step.container.ImagePullPolicy = h.Settings.PullPolicy
 		for _, jc := range p.Spec.Containers {
@@ -154,17 +174,17 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.St
 			warn = func(string, ...any) {} // said on the first attempt
 		}
 		if err := shapeStep(&step.container, h.Getenv(EnvHookTemplate), warn); err != nil {
-			return "", fmt.Errorf("run_container_step: %w", err)
+			return "", nil, fmt.Errorf("run_container_step: %w", err)
 		}
 		if len(step.env) > 0 {
 			if err := createStepSecret(ctx, c, p, secret, step.env); err != nil {
-				return "", err
+				return "", nil, err
 			}
 		}
 		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, step.container)
 		_, err = pods.UpdateEphemeralContainers(ctx, st.Pod, p, metav1.UpdateOptions{})
 		if err == nil {
-			return name, nil
+			return name, step.shimEnv, nil
 		}
 		if len(step.env) > 0 {
 			deleteStepSecret(ctx, h, c, st.Namespace, secret)
@@ -172,21 +192,17 @@ func startContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.St
 		if apierrors.IsConflict(err) && attempt < 5 {
 			continue // another writer changed the pod: read it again
 		}
-		return "", fmt.Errorf("cannot add the step's container to the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
+		return "", nil, fmt.Errorf("cannot add the step's container to the job's pod %s/%s: %w", st.Namespace, st.Pod, err)
 	}
 }
 
 // followContainerStep waits for the step's container to start and runs
-// argv in it through its shim, its stdout to stdout and its stderr to
+// job (stepJob) in it through its shim, its stdout to stdout and its stderr to
 // stderr. A container that cannot start fails the step; a cancel through ctx cancels the program
 // (a cancelledError); an end that cannot be known is an
 // unknownOutcomeError.
-func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, name string, argv []string) (client.Result, error) {
-	budget := h.Settings.ReconnectTimeout
-	if budget <= 0 {
-		budget = client.DefaultReconnectTimeout
-	}
-	if err := ephemeral.WaitRunning(ctx, c.cs.CoreV1(), st.Namespace, st.Pod, name, budget); err != nil {
+func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.State, name string, job client.Job) (client.Result, error) {
+	if err := ephemeral.WaitRunning(ctx, c.cs.CoreV1(), st.Namespace, st.Pod, name, h.reconnectBudget()); err != nil {
 		if ctx.Err() != nil {
 			return client.Result{}, &cancelledError{cause: context.Cause(ctx)}
 		}
@@ -194,7 +210,7 @@ func followContainerStep(ctx context.Context, h *Hook, c *cluster, st *hookapi.S
 	}
 	p := &kube.Pod{Client: c.cs, Namespace: st.Namespace, Name: st.Pod, Container: name, Logger: h.logger()}
 	t := p.Transport(c.cfg, kube.TransportOptions{Logger: h.logger()})
-	res, err := client.Run(ctx, t, client.Job{ID: st.Pod + "-" + name, Argv: argv},
+	res, err := client.Run(ctx, t, job,
 		client.Options{Output: h.Stdout, Stderr: h.Stderr, Logger: h.logger(), ReconnectTimeout: h.Settings.ReconnectTimeout, ExitShim: true})
 	switch {
 	case res.Cancelled:

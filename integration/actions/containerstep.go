@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions/internal/transfer"
 )
@@ -38,11 +39,18 @@ const stepContainerPrefix = "step-"
 const stepEnvSecretSuffix = "-env"
 
 // containerStep is what one container step runs: its ephemeral container
-// (a tether-shim), the variables that go into its env Secret, and the
-// program the shim runs (argv).
+// (a tether-shim), the variables that go into its env Secret, and those
+// that go to its program in a variables file over the attach stream
+// (shimEnv).
 type containerStep struct {
 	container corev1.EphemeralContainer
 	env       map[string][]byte
+	// shimEnv are the step's variables whose names start with
+	// kube.ShimEnvPrefix: in the container's environment they would
+	// configure its tether-shim (and the shim would keep them from the
+	// program), so they reach the program only, as the job's variables
+	// file (stepJob).
+	shimEnv map[string]string
 }
 
 // stepShim is how a container step's ephemeral container runs the job
@@ -112,6 +120,13 @@ func buildContainerStep(args *Container, name, secretName string, shim stepShim,
 			warn("the step's variable %q cannot be passed to its container (%s): it is not set", k, strings.Join(errs, "; "))
 			continue
 		}
+		if strings.HasPrefix(k, kube.ShimEnvPrefix) {
+			if step.shimEnv == nil {
+				step.shimEnv = map[string]string{}
+			}
+			step.shimEnv[k] = args.EnvironmentVariables[k]
+			continue
+		}
 		step.env[k] = []byte(args.EnvironmentVariables[k])
 	}
 	if len(step.env) > 0 {
@@ -119,6 +134,19 @@ func buildContainerStep(args *Container, name, secretName string, shim stepShim,
 			LocalObjectReference: corev1.LocalObjectReference{Name: secretName}}}}
 	}
 	return step, nil
+}
+
+// stepJob is the job the step's shim runs: argv, and the step's
+// variables of shimEnv in a variables file of the files volume (on top of
+// the container's environment, as the rest of the step's variables are
+// in it).
+// filesDir is the shim's files directory (kube.FilesDir in a pod).
+func stepJob(filesDir, id string, argv []string, shimEnv map[string]string) (client.Job, error) {
+	job := client.Job{ID: id, Argv: argv}
+	if err := job.AddEnvFile(filesDir+"/.env-"+id, shimEnv); err != nil {
+		return job, fmt.Errorf("the step's variables: %w", err)
+	}
+	return job, nil
 }
 
 // stepLinks are the symbolic links in the pod's /github volume that give
@@ -188,7 +216,16 @@ func nextStepName(pod *corev1.Pod) string {
 // shim's start) and its TTL counted from the same start; and the job
 // container's mounts under /tether that carry the shim, the pod's
 // annotations and the files volume, whole (no subPath is allowed).
-func shimOfPod(p *corev1.Pod, name string) (stepShim, error) {
+//
+// The step's shim serves one client, the hook that follows the step: its
+// idle timeout is idle (the hook's reconnect budget, at least
+// stepShimMinIdle; the job container's is the whole pod's), and it shares no activity file with the pod's
+// other shims (the pod's activity would keep it waiting). So a shim the
+// hook never reaches — its step cancelled, or the hook gone, before the
+// container started — ends idle after its start; one that ran its
+// program ends with the step (the hook's job asks it to exit). The job
+// container's shim is kept awake during the step by keepShimAwake.
+func shimOfPod(p *corev1.Pod, name string, idle time.Duration) (stepShim, error) {
 	var build *corev1.Container
 	for i := range p.Spec.Containers {
 		if p.Spec.Containers[i].Name == kube.BuildContainer {
@@ -217,12 +254,15 @@ func shimOfPod(p *corev1.Pod, name string) (stepShim, error) {
 			if err == nil {
 				a = "--deadline=" + started.Add(time.Duration(secs)*time.Second).UTC().Format(time.RFC3339)
 			}
-		case strings.HasPrefix(a, "--created="), a == "--tty":
+		case strings.HasPrefix(a, "--created="), strings.HasPrefix(a, "--idle-timeout="), strings.HasPrefix(a, "--activity-file="), a == "--tty":
 			continue
 		}
 		s.args = append(s.args, a)
 	}
 	s.args = append(s.args, "--created="+started.UTC().Format(time.RFC3339))
+	if idle > 0 {
+		s.args = append(s.args, "--idle-timeout="+idle.String())
+	}
 	for _, m := range build.VolumeMounts {
 		if (m.MountPath == "/tether" || strings.HasPrefix(m.MountPath, "/tether/")) && m.Name != "scripts" && m.SubPath == "" && m.SubPathExpr == "" {
 			s.mounts = append(s.mounts, m)

@@ -142,14 +142,16 @@ func TestDockerAuths(t *testing.T) {
 
 // The step's shim: the job container's arguments with a spool of its own,
 // an absolute deadline and TTL start (the job container's count from its
-// own start), no TTY; the mounts under /tether without the scripts.
+// own start), no TTY, no shared activity file and the hook's reconnect
+// budget as its idle timeout (a shim its hook never reaches ends); the
+// mounts under /tether without the scripts.
 func TestShimOfPod(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: kube.BuildContainer, Command: []string{kube.ShimPath},
-			Args: []string{"--spool-dir=" + kube.SpoolDir, "--deadline=3600", "--idle-timeout=30m0s", "--tty"},
+			Args: []string{"--spool-dir=" + kube.SpoolDir, "--deadline=3600", "--idle-timeout=30m0s", "--activity-file=" + kube.ActivityFile, "--tty"},
 			VolumeMounts: []corev1.VolumeMount{
 				{Name: "tether", MountPath: "/tether"}, {Name: "tether-shim", MountPath: "/tether/bin", ReadOnly: true},
 				{Name: "scripts", MountPath: kube.ScriptsDir}, {Name: workVolume, MountPath: WorkDir},
@@ -158,11 +160,11 @@ func TestShimOfPod(t *testing.T) {
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: kube.BuildContainer,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(start)}}}}},
 	}
-	s, err := shimOfPod(p, "step-2")
+	s, err := shimOfPod(p, "step-2", 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"--spool-dir=" + kube.SpoolDir + "-step-2", "--deadline=2026-01-02T04:04:05Z", "--idle-timeout=30m0s", "--created=2026-01-02T03:04:05Z"}
+	want := []string{"--spool-dir=" + kube.SpoolDir + "-step-2", "--deadline=2026-01-02T04:04:05Z", "--created=2026-01-02T03:04:05Z", "--idle-timeout=2m0s"}
 	if !reflect.DeepEqual(s.args, want) {
 		t.Fatalf("args %q, want %q", s.args, want)
 	}
@@ -170,7 +172,7 @@ func TestShimOfPod(t *testing.T) {
 		t.Fatalf("mounts %+v", s.mounts)
 	}
 	p.Spec.Containers[0].Command = []string{"sleep"}
-	if _, err := shimOfPod(p, "step-2"); err == nil {
+	if _, err := shimOfPod(p, "step-2", time.Minute); err == nil {
 		t.Fatal("a pod without the shim was accepted")
 	}
 }

@@ -160,7 +160,7 @@ func TestStartContainerStepRetriesAConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &hookapi.State{Pod: "tether-a", Namespace: "ci"}
-	name, err := startContainerStep(ctx, h, c, st, &Container{Image: "alpine:3", EnvironmentVariables: map[string]string{"TOKEN": "s3cret"}})
+	name, _, err := startContainerStep(ctx, h, c, st, &Container{Image: "alpine:3", EnvironmentVariables: map[string]string{"TOKEN": "s3cret"}})
 	if err != nil {
 		t.Fatalf("startContainerStep: %v (stderr %q)", err, stderr)
 	}
