@@ -56,7 +56,8 @@ func containerStepWant() string {
 // container action: in the job's own workspace (it sees what a script step
 // wrote, the next script step sees what it wrote), its output byte-exact,
 // its exit code, its GITHUB_OUTPUT back at the runner, its env only in a
-// Secret deleted after the step; the image's own ENTRYPOINT when the action
+// Secret deleted after the step (TETHER_* variables in a variables file
+// over the stream, reaching the program, not the shim); the image's own ENTRYPOINT when the action
 // names none; an image that cannot be pulled and a Dockerfile action fail
 // clearly; cleanup_job leaves nothing.
 func TestActionsContainerStep(t *testing.T) {
@@ -128,6 +129,14 @@ func TestActionsContainerStep(t *testing.T) {
 	res, err = r.RunContainer(ctx, actionsrunner.ContainerStep{Image: BusyboxImage, EntryPoint: "sh", Args: []string{"-c", "sleep 20; echo awake"}})
 	if err != nil || res.ExitCode != 0 || string(res.Stdout) != "awake\n" {
 		t.Fatalf("a step longer than the idle timeout: %v, exit %d, stdout %q, stderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
+	}
+
+	// Step variables named TETHER_* reach the program, never the step's
+	// shim (a value it would refuse as its idle timeout does not stop it).
+	res, err = r.RunContainer(ctx, actionsrunner.ContainerStep{Image: BusyboxImage, EntryPoint: "sh",
+		Args: []string{"-c", `echo "$TETHER_IDLE_TIMEOUT $TETHER_NOTE"`}, Env: map[string]string{"TETHER_IDLE_TIMEOUT": "bogus", "TETHER_NOTE": "n-1"}})
+	if err != nil || res.ExitCode != 0 || string(res.Stdout) != "bogus n-1\n" {
+		t.Fatalf("a step with TETHER_* variables: %v, exit %d, stdout %q, stderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
 
 	// No runs.entrypoint: the image's own ENTRYPOINT, read from its
