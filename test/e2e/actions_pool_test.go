@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,25 +165,7 @@ func TestActionsPoolClaimedPodLostBeforeProbe(t *testing.T) {
 	defer cancel()
 	warm := startWarmPods(ctx, t, c, "lost", actionsPoolSpec(t, ns, "lost"), 1)[0]
 	proxy := c.startAPIProxy(t, ns)
-	var held atomic.Int32
-	proxy.Hold = func(ctx context.Context, _, pod string) {
-		if pod != warm || held.Add(1) > 1 {
-			return
-		}
-		if !proxy.waitUpdated(ctx, pod, time.Minute) {
-			t.Errorf("the attach to %s came without its claim's update", pod)
-			return
-		}
-		zero := int64(0)
-		if err := c.Client.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-			t.Errorf("delete the claimed pod: %v", err)
-			return
-		}
-		c.WaitFor(ctx, t, "the claimed pod gone", func(ctx context.Context) (bool, error) {
-			_, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-			return err != nil, ignoreNotFound(err)
-		})
-	}
+	held := proxy.deleteBeforeFirstAttach(t, c, ns, warm)
 	r := newActionsRunner(t, c, ns, actions.EnvPool+"=lost", actions.EnvExternalsImage+"="+actions.ExternalsOff,
 		actions.EnvKubeconfig+"="+proxy.Kubeconfig)
 	pctx, pcancel := context.WithTimeout(ctx, 3*time.Minute)

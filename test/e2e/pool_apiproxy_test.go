@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -129,4 +131,34 @@ func podPath(path, sub string) (ns, pod string, ok bool) {
 		return "", "", false
 	}
 	return f[3], f[5], true
+}
+
+// deleteBeforeFirstAttach makes the proxy hold the first attach to pod
+// until the pod's claim (an update) went through the proxy, then delete
+// the pod (grace period 0) and wait until it is gone before the attach is
+// forwarded: a warm pod lost between its claim and the job's first
+// attach. It returns how many attaches to pod were held (1 once it
+// happened).
+func (p *apiProxy) deleteBeforeFirstAttach(t *testing.T, c *Cluster, ns, pod string) *atomic.Int32 {
+	t.Helper()
+	var held atomic.Int32
+	p.Hold = func(ctx context.Context, _, name string) {
+		if name != pod || held.Add(1) > 1 {
+			return
+		}
+		if !p.waitUpdated(ctx, pod, time.Minute) {
+			t.Errorf("the attach to %s came without its claim's update", pod)
+			return
+		}
+		zero := int64(0)
+		if err := c.Client.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Errorf("delete the claimed pod: %v", err)
+			return
+		}
+		c.WaitFor(ctx, t, "the claimed pod gone", func(ctx context.Context) (bool, error) {
+			_, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+			return err != nil, ignoreNotFound(err)
+		})
+	}
+	return &held
 }

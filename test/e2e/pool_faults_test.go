@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,25 +113,7 @@ func TestPoolFaultPodDeletedBeforeAttach(t *testing.T) {
 	ns := c.NewNamespace(t, "pool-gone")
 	warm := startWarmPods(ctx, t, c, "gone", poolSettings(ns, BusyboxImage), 1)[0]
 	proxy := c.startAPIProxy(t, ns)
-	var held atomic.Int32
-	proxy.Hold = func(ctx context.Context, _, pod string) {
-		if pod != warm || held.Add(1) > 1 {
-			return
-		}
-		if !proxy.waitUpdated(ctx, pod, time.Minute) {
-			t.Errorf("the attach to %s came without its claim's update", pod)
-			return
-		}
-		zero := int64(0)
-		if err := c.Client.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-			t.Errorf("delete the claimed pod: %v", err)
-			return
-		}
-		c.WaitFor(ctx, t, "the claimed pod gone", func(ctx context.Context) (bool, error) {
-			_, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-			return err != nil, ignoreNotFound(err)
-		})
-	}
+	held := proxy.deleteBeforeFirstAttach(t, c, ns, warm)
 	script := writeScripts(t, []string{"job.sh"}, map[string]string{"job.sh": "echo \"pod=$HOSTNAME\"\nexit 7\n"})[0]
 	rctx, rcancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer rcancel()
