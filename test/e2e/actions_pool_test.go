@@ -17,8 +17,6 @@ import (
 	"github.com/tether-ci/tether/client/kube"
 	"github.com/tether-ci/tether/integration/actions"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
-	"github.com/tether-ci/tether/internal/contract"
-	"github.com/tether-ci/tether/internal/pool"
 	"github.com/tether-ci/tether/internal/testing/actionsrunner"
 )
 
@@ -28,21 +26,11 @@ import (
 // TETHER_ACTIONS_EXTERNALS_IMAGE=none.
 func actionsPoolSpec(t *testing.T, ns, name string) kube.Spec {
 	t.Helper()
-	pools, err := pool.Parse("pools.yaml", fmt.Appendf(nil, `pools:
-- name: %s
-  for: actions
+	return poolFileSpec(t, ns, name, fmt.Sprintf(`  for: actions
   image: %s
   helper-image: %s
   pull-policy: Never
-`, name, BashImage, HelperImage))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := pools[0].Spec(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec
+`, BashImage, HelperImage))
 }
 
 // TestActionsPoolWarmHitAndMiss: with TETHER_ACTIONS_POOL, a job whose
@@ -136,17 +124,7 @@ func TestActionsPoolWarmHitAndMiss(t *testing.T) {
 	cleanupLeavesNothing(ctx, t, c, ns, hit)
 	waitGone(ctx, t, c, ns, warm[0])
 
-	events, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + contract.EventWarmMiss})
-	if err != nil {
-		t.Fatal(err)
-	}
-	misses := map[string]int{}
-	for _, e := range events.Items {
-		if e.Annotations[contract.LabelPool] == "act" {
-			misses[e.Annotations[contract.AnnotationMissReason]]++
-		}
-	}
-	if len(misses) != 1 || misses["settings"] != 1 {
+	if misses := missesByReason(ctx, t, c, ns, "act"); len(misses) != 1 || misses["settings"] != 1 {
 		t.Errorf("miss Events by reason %v, want settings=1 (another image)", misses)
 	}
 }

@@ -13,30 +13,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/client/kube"
-	"github.com/tether-ci/tether/internal/contract"
-	"github.com/tether-ci/tether/internal/pool"
 )
 
 // gitlabPoolSpec is the warm pods' settings of a pool for gitlab jobs
 // whose keys are the stand-in driver config's.
 func gitlabPoolSpec(t *testing.T, ns, name string) kube.Spec {
 	t.Helper()
-	pools, err := pool.Parse("pools.yaml", fmt.Appendf(nil, `pools:
-- name: %s
-  for: gitlab
+	return poolFileSpec(t, ns, name, fmt.Sprintf(`  for: gitlab
   image: %s
   helper-image: %s
   gitlab-helper-image: %s
   pull-policy: Never
-`, name, BashImage, HelperImage, GitImage))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := pools[0].Spec(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec
+`, BashImage, HelperImage, GitImage))
 }
 
 // TestGitLabPoolWarmHitAndMiss: with the driver's pool setting, a job
@@ -101,17 +89,7 @@ func TestGitLabPoolWarmHitAndMiss(t *testing.T) {
 	waitNoTetherObjects(ctx, t, c, ns, 60*time.Second)
 
 	// Each miss is an Event that tether pool status counts by reason.
-	events, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + contract.EventWarmMiss})
-	if err != nil {
-		t.Fatal(err)
-	}
-	misses := map[string]int{}
-	for _, e := range events.Items {
-		if e.Annotations[contract.LabelPool] == "gl" {
-			misses[e.Annotations[contract.AnnotationMissReason]]++
-		}
-	}
-	if len(misses) != 2 || misses["settings"] != 1 || misses["empty"] != 1 {
+	if misses := missesByReason(ctx, t, c, ns, "gl"); len(misses) != 2 || misses["settings"] != 1 || misses["empty"] != 1 {
 		t.Errorf("miss Events by reason %v, want settings=1 (another image) and empty=1 (the pool used up)", misses)
 	}
 }
