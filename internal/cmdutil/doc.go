@@ -5,8 +5,9 @@
 // a kubeconfig, a session's progress log, summary and exit code (tether's
 // own exit codes: ExitUsage, ExitTether, ExitCancelled, ExitOOMKilled),
 // the --output-limit flag, the deletion of a job's pod at its end, the
-// hooks a second signal runs before the process exits (OnForce), and how
-// a job killed for memory is said.
+// hooks a second signal runs before the process exits (OnForce), how a
+// job killed for memory is said, and FirstConnect, which tells whether a
+// claimed warm pod's shim was ever reached (else its job starts cold).
 //
 // Its users are the commands (cmd/tether, internal/runcmd,
 // internal/gccmd) and the integrations (integration/...). It owns no
