@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,10 +23,8 @@ func TestPoolSettingsChangeWhileAJobRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ns := c.NewNamespace(t, "poolchange")
-	kc := c.poolKubeconfig(ctx, t, ns)
-	config := filepath.Join(t.TempDir(), "pools.yaml")
-	poolWriteFile(t, config, poolEntry("s", 1, "10m"))
-	pc := startPoolController(t, kc, config, "ctl-s")
+	sp := c.servePool(ctx, t, ns, poolEntry("s", 1, "10m"))
+	pc := sp.serve(t, "ctl-s")
 	old := c.waitIdle(ctx, t, ns, "s", 1, 2*time.Minute)[0]
 	oldHash := old.Labels[contract.LabelPoolHash]
 
@@ -40,7 +37,7 @@ func TestPoolSettingsChangeWhileAJobRuns(t *testing.T) {
 		pods, _ := c.poolPods(ctx, t, ns, "s")
 		return len(pods[contract.WarmClaimed]) == 1 && pods[contract.WarmClaimed][0].Name == old.Name, nil
 	})
-	poolWriteFile(t, config, poolEntry("s", 1, "10m", "memory: 64Mi"))
+	poolWriteFile(t, sp.Config, poolEntry("s", 1, "10m", "memory: 64Mi"))
 	c.WaitFor(ctx, t, "a warm pod of the new settings while the job runs", func(ctx context.Context) (bool, error) {
 		pods, _ := c.poolPods(ctx, t, ns, "s")
 		idle := pods[contract.WarmIdle]

@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -36,12 +35,10 @@ func TestPoolFaultTwentyJobsOnAPoolOfFive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ns := c.NewNamespace(t, "pool-twenty")
-	kc := c.poolKubeconfig(ctx, t, ns)
 	pw := c.watchPools(ctx, t, ns)
 	const size, jobs = 5, 20
-	config := filepath.Join(t.TempDir(), "pools.yaml")
-	poolWriteFile(t, config, poolEntry("busy", size, "10m"))
-	pc := startPoolController(t, kc, config, "ctl-twenty")
+	sp := c.servePool(ctx, t, ns, poolEntry("busy", size, "10m"))
+	pc := sp.serve(t, "ctl-twenty")
 	idle := c.waitIdle(ctx, t, ns, "busy", size, 3*time.Minute)
 	pc.kill()
 	isWarm := map[string]bool{}
@@ -88,7 +85,7 @@ func TestPoolFaultTwentyJobsOnAPoolOfFive(t *testing.T) {
 	// Every pod, warm or cold, is deleted at the end of its job.
 	waitNoTetherObjects(ctx, t, c, ns, 2*time.Minute)
 
-	startPoolController(t, kc, config, "ctl-twenty-2")
+	sp.serve(t, "ctl-twenty-2")
 	c.waitIdle(ctx, t, ns, "busy", size, 3*time.Minute)
 	time.Sleep(2 * time.Second) // a surplus would be on its way now
 	if pods, _ := c.poolPods(ctx, t, ns, "busy"); len(pods[contract.WarmIdle])+len(pods[contract.WarmStarting]) != size {
@@ -161,10 +158,7 @@ func TestPoolFaultQuotaClaimsAndColdStarts(t *testing.T) {
 		q, err := c.Client.CoreV1().ResourceQuotas(ns).Get(ctx, "warm-pods", metav1.GetOptions{})
 		return err == nil && q.Status.Hard != nil, err
 	})
-	kc := c.poolKubeconfig(ctx, t, ns)
-	config := filepath.Join(t.TempDir(), "pools.yaml")
-	poolWriteFile(t, config, poolEntry("q", size, "10m"))
-	startPoolController(t, kc, config, "ctl-quota")
+	c.servePool(ctx, t, ns, poolEntry("q", size, "10m")).serve(t, "ctl-quota")
 	idle := c.waitIdle(ctx, t, ns, "q", size-1, 3*time.Minute)
 	var ev *corev1.Event
 	c.WaitFor(ctx, t, "a FailedCreate Warning Event from the controller", func(ctx context.Context) (bool, error) {

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,4 +46,29 @@ func missesByReason(ctx context.Context, t *testing.T, c *Cluster, ns, pool stri
 		}
 	}
 	return misses
+}
+
+// servedPool is a pools file that `tether pool serve` reads, and the
+// kubeconfig of the controller's least-privilege identity in ns.
+type servedPool struct {
+	// Kubeconfig is the controller's (poolKubeconfig).
+	Kubeconfig string
+	// Config is the pools file: write it again to change the pools.
+	Config string
+}
+
+// servePool writes a pools file holding entry (poolEntry) and makes the
+// controller's kubeconfig for ns; start a controller on it with serve.
+func (c *Cluster) servePool(ctx context.Context, t *testing.T, ns, entry string) *servedPool {
+	t.Helper()
+	sp := &servedPool{Kubeconfig: c.poolKubeconfig(ctx, t, ns), Config: filepath.Join(t.TempDir(), "pools.yaml")}
+	poolWriteFile(t, sp.Config, entry)
+	return sp
+}
+
+// serve starts a controller (startPoolController) named identity on the
+// pool.
+func (sp *servedPool) serve(t *testing.T, identity string) *poolController {
+	t.Helper()
+	return startPoolController(t, sp.Kubeconfig, sp.Config, identity)
 }
