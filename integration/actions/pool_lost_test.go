@@ -114,11 +114,7 @@ func TestPrepareJobFallsBackColdWhenTheClaimedPodIsLost(t *testing.T) {
 		t.Run(strings.ReplaceAll(when, " ", "-"), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			p, ps := poolSpec(t, actionsPool)
-			warm := runningWarmPod(t, p, ps)
-			runner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "runner-1", UID: "uid-runner"}}
-			cs := fake.NewClientset(warm, runner)
-			servePodDryRuns(cs)
+			cs, warm := warmPoolCluster(t)
 			var creates, attaches atomic.Int32
 			refuseColdPods(cs, &creates)
 			if when == "at the claim" {
@@ -192,10 +188,7 @@ func TestPrepareJobBeyondThePoolRecordsAMiss(t *testing.T) {
 		t.Run(strings.ReplaceAll(name, " ", "-"), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			p, ps := poolSpec(t, actionsPool)
-			warm := runningWarmPod(t, p, ps)
-			cs := fake.NewClientset(warm, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "runner-1", UID: "uid-runner"}})
-			servePodDryRuns(cs)
+			cs, _ := warmPoolCluster(t)
 			var creates atomic.Int32
 			refuseColdPods(cs, &creates)
 			env := poolHookEnv(t)

@@ -183,6 +183,19 @@ func runningWarmPod(t *testing.T, p *pool.Pool, spec kube.Spec) *corev1.Pod {
 	return pod
 }
 
+// warmPoolCluster is a fake cluster in namespace ci with one idle running
+// warm pod of actionsPool and the runner's pod runner-1; a pod create
+// with dry run is answered as the API server answers it.
+func warmPoolCluster(t *testing.T) (*fake.Clientset, *corev1.Pod) {
+	t.Helper()
+	p, ps := poolSpec(t, actionsPool)
+	warm := runningWarmPod(t, p, ps)
+	runner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "runner-1", UID: "uid-runner"}}
+	cs := fake.NewClientset(warm, runner)
+	servePodDryRuns(cs)
+	return cs, warm
+}
+
 // prepare_job with TETHER_ACTIONS_POOL claims the warm pod of the job's
 // shape (no pod is created): the claim makes the runner's pod its owner
 // and labels it with the runner; the pod's own pull Secret is created,
@@ -192,11 +205,7 @@ func runningWarmPod(t *testing.T, p *pool.Pool, spec kube.Spec) *corev1.Pod {
 func TestPrepareJobClaimsAWarmPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, ps := poolSpec(t, actionsPool)
-	warm := runningWarmPod(t, p, ps)
-	runner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "runner-1", UID: "uid-runner"}}
-	cs := fake.NewClientset(warm, runner)
-	servePodDryRuns(cs)
+	cs, warm := warmPoolCluster(t)
 	cs.PrependReactor("create", "secrets", func(ktesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), "pull", nil)
 	})
@@ -257,11 +266,7 @@ func hasPullSecret(pod *corev1.Pod, name string) bool {
 func TestPrepareJobOfAnotherImageDoesNotClaim(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, ps := poolSpec(t, actionsPool)
-	warm := runningWarmPod(t, p, ps)
-	runner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "runner-1", UID: "uid-runner"}}
-	cs := fake.NewClientset(warm, runner)
-	servePodDryRuns(cs)
+	cs, warm := warmPoolCluster(t)
 	h, _ := fakeHook(cs, poolHookEnv(t))
 	h.Settings = fakeSettings(t, poolHookEnv(t))
 	in := prepareJobInput(t, "bash:4")
