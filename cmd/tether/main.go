@@ -9,6 +9,8 @@
 //	run.go         runCmd: `tether run`'s help and flags; the run (flags, validation, backends) is internal/runcmd
 //	attach.go      attachCmd: `tether attach`
 //	gc.go          gcCmd: `tether gc`'s help and flags; the command is internal/gccmd
+//	pool.go        poolCmd: `tether pool`'s help and `check`
+//	poolexec.go    `tether pool serve|status`: exec tether-pool (cmd/tether-pool), which links the controller
 //	gitlab.go      gitlabCmd: `tether gitlab`'s arguments and help; the driver is integration/gitlab
 //	actions.go     actionsCmd: `tether actions` (integration/actions)
 //	completion.go  completionCmd: `tether completion bash|zsh|fish`
