@@ -44,8 +44,18 @@ func main() {
 	// SIGTERM (a Deployment's pod stopping) or SIGINT end the controller
 	// cleanly: it releases its Lease.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var stderr io.Writer = os.Stderr
+	json := cmdutil.JSONLogRequested(os.Args[1:])
+	if json {
+		// Every stderr line a JSON object, usage errors included, as
+		// tether's own with --log-format json.
+		stderr = cmdutil.NewJSONLines(os.Stderr)
+	}
+	code := run(ctx, os.Args[1:], os.Stdout, stderr)
 	stop()
+	if json {
+		stderr.(*cmdutil.JSONLines).Flush()
+	}
 	os.Exit(code)
 }
 

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/startgc"
 )
 
@@ -42,10 +43,10 @@ func main() {
 	args := os.Args[1:]
 	gitlabDriver := len(args) > 0 && args[0] == "gitlab"
 	var stderr io.Writer = os.Stderr
-	if !gitlabDriver && jsonLogRequested(args) {
+	if !gitlabDriver && cmdutil.JSONLogRequested(args) {
 		// Every stderr line a JSON object, written before or after the
 		// flags are parsed.
-		stderr = newJSONLines(os.Stderr)
+		stderr = cmdutil.NewJSONLines(os.Stderr)
 	}
 	// The job's output goes to stdout byte-exact; tether's own lines on
 	// stderr wait while the output's last line is open, so a terminal (or
@@ -68,7 +69,7 @@ func main() {
 		newline = stderr // the output's open line shows where stderr writes next
 	}
 	_ = stdout.End(newline)
-	if j, ok := stderr.(*jsonLines); ok {
+	if j, ok := stderr.(*cmdutil.JSONLines); ok {
 		j.Flush()
 	}
 	os.Exit(code)

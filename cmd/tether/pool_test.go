@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -93,5 +94,20 @@ func TestPoolServeAndStatusRunTetherPool(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitPoolMissing || !strings.Contains(string(out), "tether-pool (the pools' controller) is neither beside tether nor on $PATH") {
 		t.Errorf("tether pool serve without tether-pool: %v\n%s", err, out)
+	}
+}
+
+// With --log-format json every stderr line of tether pool serve is a JSON
+// object, a usage error too, as before tether-pool was its own program.
+func TestPoolServeJSONErrors(t *testing.T) {
+	_, stderr, code := tether(t, t.TempDir(), "pool", "serve", "--log-format", "json")
+	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	if code != exitUsage || len(lines) == 0 || !strings.Contains(string(stderr), "--config FILE is required") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("not JSON: %q", l)
+		}
 	}
 }
