@@ -17,16 +17,20 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-shim ./cmd/shim
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether ./cmd/tether
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-pool ./cmd/tether-pool
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-stage ./cmd/tether-stage
 
-# make install: tether and tether-shim side by side in GOBIN (default
-# $(go env GOPATH)/bin), where the local backend finds the shim next to tether.
+# make install: tether, tether-pool (the pools' controller, which `tether pool
+# serve|status` runs), tether-stage and tether-shim side by side in GOBIN
+# (default $(go env GOPATH)/bin), where the local backend finds the shim next
+# to tether.
 install:
 	@dest="$$($(GO) env GOBIN)"; [ -n "$$dest" ] || dest="$$($(GO) env GOPATH)/bin"; mkdir -p "$$dest"; \
 	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether-shim" ./cmd/shim && \
 	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether" ./cmd/tether && \
+	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether-pool" ./cmd/tether-pool && \
 	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether-stage" ./cmd/tether-stage && \
-	  echo "installed $$dest/tether, $$dest/tether-stage and $$dest/tether-shim"
+	  echo "installed $$dest/tether, $$dest/tether-pool, $$dest/tether-stage and $$dest/tether-shim"
 
 # make test: lint, then every unit, real-process and in-process attach test,
 # all under the race detector (the programs the tests run as processes are

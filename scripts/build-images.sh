@@ -3,7 +3,8 @@
 # registry into bin/images/NAME.tar, for `make images` and `make e2e`:
 #
 #   tether-shim, tether  the project's images, exactly as `make release` makes
-#                        them: static binaries cross-built for linux/amd64 and
+#                        them (tether's with tether-pool beside it): static
+#                        binaries cross-built for linux/amd64 and
 #                        linux/arm64 (bin/images/linux-ARCH/), written by
 #                        tools/ociimage as multi-platform OCI archives named
 #                        ghcr.io/tether-ci/tether-shim:TAG and
@@ -192,6 +193,13 @@ oci_image() {
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
       -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
       -o "$out/$os-$arch/$name" "$pkg"
+    if [ "$name" = tether ]; then
+      # tether-pool beside tether (tools/ociimage reads it from there):
+      # `tether pool serve` runs it.
+      CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
+        -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
+        -o "$out/$os-$arch/tether-pool" ./cmd/tether-pool
+    fi
     bins+=(--binary "$p=$out/$os-$arch/$name")
   done
   go run ./tools/ociimage --image "$name" --tag "$tag" --version "$version" \

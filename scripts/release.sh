@@ -3,11 +3,16 @@
 # release publishes, in DIST (default dist/), from the working tree:
 #
 #   tether-VERSION-{linux,darwin}-{amd64,arm64}   the CLI, static (CGO_ENABLED=0)
+#   tether-pool-VERSION-{linux,darwin}-{amd64,arm64}
+#                                                 the pools' controller, which
+#                                                 `tether pool serve|status` runs
+#                                                 (beside tether)
 #   tether-stage-VERSION-{linux,darwin}-{amd64,arm64}
 #                                                 GitLab's run_exec (beside tether)
 #   tether-shim-VERSION-linux-{amd64,arm64}       the shim, static
 #   tether-shim-VERSION.oci.tar                   ghcr.io/tether-ci/tether-shim:VERSION
 #   tether-VERSION.oci.tar                        ghcr.io/tether-ci/tether:VERSION
+#                                                 (/tether and /tether-pool)
 #                                                 (OCI image-layout archives of
 #                                                 linux/amd64 + linux/arm64 indexes)
 #   tether-gc-X.Y.Z.tgz                           the Helm chart, appVersion VERSION
@@ -53,6 +58,7 @@ build() { # build NAME PKG OS ARCH
 }
 for p in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
   build tether ./cmd/tether "${p%/*}" "${p#*/}"
+  build tether-pool ./cmd/tether-pool "${p%/*}" "${p#*/}"
   build tether-stage ./cmd/tether-stage "${p%/*}" "${p#*/}"
 done
 for p in linux/amd64 linux/arm64; do

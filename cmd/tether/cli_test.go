@@ -145,7 +145,7 @@ func TestJSONLogsArePure(t *testing.T) {
 // JSON records.
 func TestJSONLinesWrapsShimDiagnostics(t *testing.T) {
 	var buf bytes.Buffer
-	j := newJSONLines(&buf)
+	j := cmdutil.NewJSONLines(&buf)
 	fmt.Fprint(j, `{"level":"INFO","msg":"ok"}`+"\ntime=x level=WARN msg=\"from the shim\"\npartial")
 	j.Flush()
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")

@@ -9,6 +9,8 @@
 //	run.go         runCmd: `tether run`'s help and flags; the run (flags, validation, backends) is internal/runcmd
 //	attach.go      attachCmd: `tether attach`
 //	gc.go          gcCmd: `tether gc`'s help and flags; the command is internal/gccmd
+//	pool.go        poolCmd: `tether pool`'s help and `check`
+//	poolexec.go    `tether pool serve|status`: exec tether-pool (cmd/tether-pool), which links the controller
 //	gitlab.go      gitlabCmd: `tether gitlab`'s arguments and help; the driver is integration/gitlab
 //	actions.go     actionsCmd: `tether actions` (integration/actions)
 //	completion.go  completionCmd: `tether completion bash|zsh|fish`
@@ -24,18 +26,27 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/internal/cmdutil"
+	"github.com/tether-ci/tether/internal/startgc"
 )
 
+// startWindow is how long after main begins the garbage collector stays
+// off (internal/startgc; its memory limit still bounds the heap): past the
+// first output of a job on a warm pod.
+const startWindow = time.Second
+
 func main() {
+	time.AfterFunc(startWindow, startgc.Restore)
 	args := os.Args[1:]
 	gitlabDriver := len(args) > 0 && args[0] == "gitlab"
 	var stderr io.Writer = os.Stderr
-	if !gitlabDriver && jsonLogRequested(args) {
+	if !gitlabDriver && cmdutil.JSONLogRequested(args) {
 		// Every stderr line a JSON object, written before or after the
 		// flags are parsed.
-		stderr = newJSONLines(os.Stderr)
+		stderr = cmdutil.NewJSONLines(os.Stderr)
 	}
 	// The job's output goes to stdout byte-exact; tether's own lines on
 	// stderr wait while the output's last line is open, so a terminal (or
@@ -58,7 +69,7 @@ func main() {
 		newline = stderr // the output's open line shows where stderr writes next
 	}
 	_ = stdout.End(newline)
-	if j, ok := stderr.(*jsonLines); ok {
+	if j, ok := stderr.(*cmdutil.JSONLines); ok {
 		j.Flush()
 	}
 	os.Exit(code)

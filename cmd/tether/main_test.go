@@ -13,14 +13,14 @@ import (
 	"github.com/tether-ci/tether/internal/testing/testbin"
 )
 
-// binDir holds tether and tether-shim side by side, built from source once
+// binDir holds tether, tether-pool and tether-shim side by side, built from source once
 // for this package's tests (not depending on `make build`), and
 // tether-shim-static: a static shim for containers (tether-shim is built
 // with the race detector when the tests run with it).
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(testbin.Main(m, map[string]string{"tether": testbin.Client, "tether-shim": testbin.Shim}, func(dir string) {
+	os.Exit(testbin.Main(m, map[string]string{"tether": testbin.Client, "tether-pool": testbin.Pool, "tether-shim": testbin.Shim}, func(dir string) {
 		binDir = dir
 		if _, err := testbin.BuildStatic(context.Background(), dir, "tether-shim-static", testbin.Shim); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -7,14 +7,10 @@ package main
 //	    prints a command's usage with its flags in --name form.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -23,75 +19,6 @@ import (
 
 // exitUsage: bad command line or input (unknown flag, missing script).
 const exitUsage = cmdutil.ExitUsage
-
-// jsonLogRequested reports whether args ask for --log-format json, so
-// that messages written before the flags are parsed (signal notices) are
-// JSON too.
-func jsonLogRequested(args []string) bool {
-	for i, a := range args {
-		if a == "--" {
-			return false
-		}
-		if a == "--log-format=json" || a == "--log-format" && i+1 < len(args) && args[i+1] == "json" {
-			return true
-		}
-	}
-	return false
-}
-
-// jsonLines is the stderr of a `--log-format json` run: lines that are
-// JSON objects pass through, any other line (a usage error, a signal
-// notice, a library's direct write) becomes a JSON log record, so every
-// stderr line parses as JSON.
-type jsonLines struct {
-	mu      sync.Mutex
-	w       io.Writer
-	log     *slog.Logger // JSON records straight to w
-	pending []byte
-}
-
-// newJSONLines returns a jsonLines writing to w.
-func newJSONLines(w io.Writer) *jsonLines {
-	return &jsonLines{w: w, log: slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: cmdutil.JSONAttr}))}
-}
-
-// Write passes complete JSON lines through and wraps the others.
-func (j *jsonLines) Write(p []byte) (int, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.pending = append(j.pending, p...)
-	for {
-		i := bytes.IndexByte(j.pending, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		j.line(j.pending[:i+1])
-		j.pending = j.pending[i+1:]
-	}
-}
-
-// line writes one line (with its newline), as it is when it is a JSON
-// object, else wrapped.
-func (j *jsonLines) line(b []byte) {
-	t := bytes.TrimSpace(b)
-	switch {
-	case len(t) == 0:
-	case t[0] == '{' && json.Valid(t):
-		_, _ = j.w.Write(append(t, '\n'))
-	default:
-		j.log.Warn(string(t), "source", "tether")
-	}
-}
-
-// Flush writes a last unterminated line.
-func (j *jsonLines) Flush() {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if len(j.pending) > 0 {
-		j.line(j.pending)
-		j.pending = nil
-	}
-}
 
 // exitCodesHelp lists tether's exit codes for every command's --help.
 const exitCodesHelp = `

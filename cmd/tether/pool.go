@@ -10,7 +10,6 @@ import (
 
 	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/pool"
-	"github.com/tether-ci/tether/internal/poolcmd"
 )
 
 const poolUsage = `Usage:
@@ -56,40 +55,12 @@ func poolCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch sub, rest := args[0], args[1:]; sub {
 	case "check":
 		return poolCheck(ctx, rest, stdout, stderr)
-	case "serve":
-		var o poolcmd.Options
-		fs := poolcmd.NewServeFlagSet(&o)
-		if code, ok := poolParse(ctx, fs, rest, stdout, stderr, "serve", "Usage: tether pool serve --config FILE [flags]\n\nKeeps the pools of FILE at their sizes of warm pods (see 'tether pool --help').\n"); !ok {
-			return code
-		}
-		return o.Serve(ctx, stderr)
-	case "status":
-		var o poolcmd.Options
-		fs := poolcmd.NewStatusFlagSet(&o)
-		if code, ok := poolParse(ctx, fs, rest, stdout, stderr, "status", "Usage: tether pool status [flags]\n\nPer pool: its size (with --config), ready (idle) and starting warm pods, pods\nclaimed by running jobs, and the claims and misses (by reason) of the last hour.\n"); !ok {
-			return code
-		}
-		return o.Status(ctx, stdout, stderr)
+	case "serve", "status":
+		// The controller's program (poolexec.go): tether does not link it.
+		return execPool(args, stderr)
 	}
 	fmt.Fprintf(stderr, "tether pool: unknown command %q: want check, serve or status\nRun 'tether pool --help' for usage.\n", args[0])
 	return exitUsage
-}
-
-// poolParse parses a subcommand's flags; ok false means return code.
-func poolParse(ctx context.Context, fs *pflag.FlagSet, args []string, stdout, stderr io.Writer, sub, usage string) (int, bool) {
-	pos, err := cmdutil.ParseArgs(fs, args)
-	if errors.Is(err, pflag.ErrHelp) {
-		printUsage(ctx, fs, stdout, usage)
-		return 0, false
-	}
-	if err == nil && len(pos) > 0 {
-		err = fmt.Errorf("unexpected argument %q", pos[0])
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "tether pool %s: %v\nRun 'tether pool %s --help' for usage.\n", sub, err, sub)
-		return exitUsage, false
-	}
-	return 0, true
 }
 
 // poolCheck is `tether pool check FILE`.
@@ -107,7 +78,7 @@ func poolCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "tether pool check: %v\nRun 'tether pool check --help' for usage.\n", err)
 		return exitUsage
 	}
-	pools, err := poolcmd.Check(pos[0])
+	pools, err := pool.Load(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "tether pool check: %v\n", err)
 		return exitUsage

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,5 +47,67 @@ func TestPoolCheck(t *testing.T) {
 	stdout, _, code = tether(t, dir, "help", "pool")
 	if code != 0 || !strings.Contains(string(stdout), "tether pool serve --config FILE") || !strings.Contains(string(stdout), "--max-idle") {
 		t.Errorf("tether help pool: exit %d\n%s", code, stdout)
+	}
+}
+
+// tether pool serve and status run tether-pool from beside tether, with
+// the subcommand's flags, output and exit code unchanged; found through a
+// link too (kubectl-tether), and a clear error when it is missing.
+func TestPoolServeAndStatusRunTetherPool(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := tether(t, dir, "pool", "serve", "--help")
+	if code != 0 || !strings.Contains(string(stdout), "Usage: tether pool serve --config FILE") || !strings.Contains(string(stdout), "--metrics-address") {
+		t.Errorf("tether pool serve --help: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	_, stderr, code = tether(t, dir, "pool", "status", "--kubeconfig", filepath.Join(dir, "missing"))
+	if code != exitPoolMissing || !strings.Contains(string(stderr), "tether pool status: cannot reach Kubernetes") {
+		t.Errorf("tether pool status without a cluster: exit %d stderr %q", code, stderr)
+	}
+	_, stderr, code = tether(t, dir, "pool", "serve", "--bogus")
+	if code != exitUsage || !strings.Contains(string(stderr), "unknown flag: --bogus") {
+		t.Errorf("tether pool serve --bogus: exit %d stderr %q", code, stderr)
+	}
+
+	link := filepath.Join(dir, "kubectl-tether")
+	if err := os.Symlink(filepath.Join(binDir, "tether"), link); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(link, "pool", "serve", "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--metrics-address") {
+		t.Errorf("kubectl-tether pool serve --help: %v\n%s", err, out)
+	}
+
+	// tether alone (a hard link has its own directory), nothing on PATH.
+	alone := filepath.Join(t.TempDir(), "tether")
+	if err := os.Link(filepath.Join(binDir, "tether"), alone); err != nil {
+		data, rerr := os.ReadFile(filepath.Join(binDir, "tether")) // another file system: a copy
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if err := os.WriteFile(alone, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(alone, "pool", "serve", "--config", "x.yaml")
+	cmd.Env = append(os.Environ(), "PATH="+dir)
+	out, err = cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitPoolMissing || !strings.Contains(string(out), "tether-pool (the pools' controller) is neither beside tether nor on $PATH") {
+		t.Errorf("tether pool serve without tether-pool: %v\n%s", err, out)
+	}
+}
+
+// With --log-format json every stderr line of tether pool serve is a JSON
+// object, a usage error too, as before tether-pool was its own program.
+func TestPoolServeJSONErrors(t *testing.T) {
+	_, stderr, code := tether(t, t.TempDir(), "pool", "serve", "--log-format", "json")
+	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	if code != exitUsage || len(lines) == 0 || !strings.Contains(string(stderr), "--config FILE is required") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("not JSON: %q", l)
+		}
 	}
 }

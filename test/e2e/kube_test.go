@@ -53,8 +53,13 @@ var tetherCLI = sync.OnceValues(func() (string, error) {
 	if dir == "" {
 		dir = "/var/tmp/tether-e2e"
 	}
-	bin := filepath.Join(dir, "cli", strconv.Itoa(os.Getpid()), "tether")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/tether")
+	// tether-pool beside tether: `tether pool serve|status` runs it.
+	cliDir := filepath.Join(dir, "cli", strconv.Itoa(os.Getpid()))
+	if err := os.MkdirAll(cliDir, 0o755); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(cliDir, "tether")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", cliDir+string(filepath.Separator), "./cmd/tether", "./cmd/tether-pool")
 	cmd.Dir = filepath.Join(wd, "..", "..")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

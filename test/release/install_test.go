@@ -9,10 +9,12 @@ import (
 	"testing"
 )
 
-// Both ways of installing give a tether whose local backend finds its shim
-// with nothing else on PATH: `make install` (tether, tether-shim and GitLab's tether-stage), and
-// `go install ./cmd/...` (the CLI as tether, from cmd/tether, and the shim
-// as tether-shim too, from cmd/tether-shim; tether-stage from cmd/tether-stage).
+// Both ways of installing give a tether whose local backend finds its shim,
+// and whose `tether pool serve` finds tether-pool, with nothing else on
+// PATH: `make install` (tether, tether-pool, tether-shim and GitLab's
+// tether-stage), and `go install ./cmd/...` (the CLI as tether, from
+// cmd/tether, and the shim as tether-shim too, from cmd/tether-shim;
+// tether-pool and tether-stage from their cmd/ directories).
 func TestInstallFindsShim(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "job.sh")
 	if err := os.WriteFile(script, []byte("echo installed-ok\n"), 0o755); err != nil {
@@ -24,8 +26,8 @@ func TestInstallFindsShim(t *testing.T) {
 		cli  string
 		want []string
 	}{
-		{"make install", []string{"make", "install"}, "tether", []string{"tether", "tether-shim", "tether-stage"}},
-		{"go install ./cmd/...", []string{"go", "install", "-trimpath", "./cmd/..."}, "tether", []string{"shim", "tether", "tether-shim", "tether-stage"}},
+		{"make install", []string{"make", "install"}, "tether", []string{"tether", "tether-pool", "tether-shim", "tether-stage"}},
+		{"go install ./cmd/...", []string{"go", "install", "-trimpath", "./cmd/..."}, "tether", []string{"shim", "tether", "tether-pool", "tether-shim", "tether-stage"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gobin := t.TempDir()
@@ -53,6 +55,12 @@ func TestInstallFindsShim(t *testing.T) {
 			out, err := run.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "installed-ok") {
 				t.Fatalf("%s run --local after %s: %v\n%s", tc.cli, tc.name, err, out)
+			}
+			serve := exec.Command(filepath.Join(gobin, tc.cli), "pool", "serve", "--help")
+			serve.Env = run.Env
+			out, err = serve.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "--metrics-address") {
+				t.Fatalf("%s pool serve --help after %s: %v\n%s", tc.cli, tc.name, err, out)
 			}
 		})
 	}

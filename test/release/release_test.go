@@ -118,6 +118,10 @@ func TestReleaseFilesAndChecksums(t *testing.T) {
 		"tether-gc-namespaced-" + version + ".yaml",
 		"tether-pool-" + strings.TrimPrefix(version, "v") + ".tgz",
 		"tether-pool-" + version + ".yaml",
+		"tether-pool-" + version + "-darwin-amd64",
+		"tether-pool-" + version + "-darwin-arm64",
+		"tether-pool-" + version + "-linux-amd64",
+		"tether-pool-" + version + "-linux-arm64",
 		"tether-shim-" + version + ".oci.tar",
 		"tether-shim-" + version + "-linux-amd64",
 		"tether-shim-" + version + "-linux-arm64",
@@ -174,6 +178,8 @@ func TestReleaseBinaries(t *testing.T) {
 	for _, p := range []struct{ name, os, arch string }{
 		{"tether", "linux", "amd64"}, {"tether", "linux", "arm64"},
 		{"tether", "darwin", "amd64"}, {"tether", "darwin", "arm64"},
+		{"tether-pool", "linux", "amd64"}, {"tether-pool", "linux", "arm64"},
+		{"tether-pool", "darwin", "amd64"}, {"tether-pool", "darwin", "arm64"},
 		{"tether-shim", "linux", "amd64"}, {"tether-shim", "linux", "arm64"},
 	} {
 		path := filepath.Join(d, p.name+"-"+version+"-"+p.os+"-"+p.arch)
@@ -192,6 +198,10 @@ func TestReleaseBinaries(t *testing.T) {
 	tether := filepath.Join(d, "tether-"+version+"-linux-"+runtime.GOARCH)
 	if out := run(t, tether, "version"); !strings.HasPrefix(out, "tether "+version+" ") {
 		t.Errorf("tether version: %q", out)
+	}
+	pool := filepath.Join(d, "tether-pool-"+version+"-linux-"+runtime.GOARCH)
+	if out := run(t, pool, "version"); out != "tether-pool "+version+"\n" {
+		t.Errorf("tether-pool version: %q", out)
 	}
 	help := run(t, tether, "run", "--help")
 	if want := "(default " + contract.ShimImageRepository + ":" + version + ")"; !strings.Contains(help, want) {
@@ -241,13 +251,17 @@ func checkMachO(t *testing.T, path string, b []byte, arch string) {
 
 // Both images are linux/amd64 + linux/arm64 indexes named for the release,
 // each platform holding only its static binary (the same bytes as the
-// release's binary), run as 65532 with OCI labels; the shim image fits its
-// budget.
+// release's binary; the tether image also tether-pool, which `tether pool
+// serve` runs from beside it), run as 65532 with OCI labels; the shim image
+// fits its budget.
 func TestReleaseImages(t *testing.T) {
 	d := release(t)
-	for _, img := range []struct{ name, repo string }{
-		{"tether-shim", contract.ShimImageRepository},
-		{"tether", contract.CLIImageRepository},
+	for _, img := range []struct {
+		name, repo string
+		companions []string
+	}{
+		{"tether-shim", contract.ShimImageRepository, nil},
+		{"tether", contract.CLIImageRepository, []string{"tether-pool"}},
 	} {
 		t.Run(img.name, func(t *testing.T) {
 			f, err := os.Open(filepath.Join(d, img.name+"-"+version+".oci.tar"))
@@ -268,8 +282,18 @@ func TestReleaseImages(t *testing.T) {
 			for _, pi := range images {
 				p := pi.Platform.String()
 				platforms = append(platforms, p)
-				if len(pi.Files) != 1 {
-					t.Errorf("%s holds %d files, want only /%s", p, len(pi.Files), img.name)
+				if len(pi.Files) != 1+len(img.companions) {
+					t.Errorf("%s holds %d files, want only /%s and %v", p, len(pi.Files), img.name, img.companions)
+				}
+				for _, c := range img.companions {
+					f, ok := pi.Files["/"+c]
+					want, err := os.ReadFile(filepath.Join(d, c+"-"+version+"-linux-"+pi.Platform.Architecture))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !ok || !bytes.Equal(f.Data, want) || f.Mode != 0o755 {
+						t.Errorf("%s /%s is not the release's binary (present %v)", p, c, ok)
+					}
 				}
 				bin, ok := pi.Files["/"+img.name]
 				if !ok {

@@ -1,5 +1,7 @@
 // Command ociimage writes the project's images — tether-shim (the job-pod
-// image) and tether (the CLI, for the `tether gc` CronJob) — as
+// image) and tether (the CLI, for the `tether gc` CronJob, with tether-pool
+// beside it for the pools' controller's Deployment; the tether-pool binary
+// is read from beside each --binary file, see companionPath) — as
 // multi-platform OCI image-layout archives, without a daemon or registry and
 // reproducibly (see internal/ociimage). scripts/build-images.sh and
 // `make release` run it:

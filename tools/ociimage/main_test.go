@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,7 +89,8 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 		"not linux":        {[]string{"--image", "tether", "--tag", "v1", "--out", out, "--binary", "darwin/arm64=" + static}, 1, "linux only"},
 		"dynamic binary":   {[]string{"--image", "tether", "--tag", "v1", "--out", out, "--binary", "linux/" + runtime.GOARCH + "=/bin/sh"}, 1, "CGO_ENABLED=0"},
 		"extra argument":   {append([]string{"--image", "tether", "extra"}, ok...), 2, "extra"},
-		"same platform x2": {append([]string{"--image", "tether", "--binary", "linux/" + runtime.GOARCH + "=" + static}, ok...), 1, "twice"},
+		"same platform x2": {append([]string{"--image", "tether-shim", "--binary", "linux/" + runtime.GOARCH + "=" + static}, ok...), 1, "twice"},
+		"no companion":     {[]string{"--image", "tether", "--tag", "v1", "--out", out, "--binary", "linux/" + runtime.GOARCH + "=" + static}, 1, `must start with "tether"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -100,5 +102,54 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 				t.Errorf("a failed run left %s behind", out)
 			}
 		})
+	}
+}
+
+// The tether image holds tether-pool beside tether, read from beside each
+// --binary file; a missing one fails naming it.
+func TestTetherImageCarriesTetherPool(t *testing.T) {
+	prog, err := os.ReadFile(staticBinary(t, runtime.GOARCH))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tether := filepath.Join(dir, "tether-v1-linux-"+runtime.GOARCH)
+	if err := os.WriteFile(tether, prog, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "img.tar")
+	args := []string{"--image", "tether", "--tag", "v1", "--out", out, "--binary", "linux/" + runtime.GOARCH + "=" + tether}
+	var stdout, stderr bytes.Buffer
+	if code := run(args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "companion tether-pool") {
+		t.Fatalf("without tether-pool: exit %d, stderr %q", code, stderr.String())
+	}
+	pool := append([]byte{}, prog...)
+	if err := os.WriteFile(filepath.Join(dir, "tether-pool-v1-linux-"+runtime.GOARCH), pool, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := ociimage.ReadArchive(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, imgs, err := a.Images(contract.CLIImageRepository + ":v1")
+	if err != nil || len(imgs) != 1 {
+		t.Fatalf("images %v: %v", imgs, err)
+	}
+	for _, name := range []string{"/tether", "/tether-pool"} {
+		if f, ok := imgs[0].Files[name]; !ok || !bytes.Equal(f.Data, prog) || f.Mode != 0o755 {
+			t.Errorf("%s: present %v, mode %v", name, ok, f.Mode)
+		}
+	}
+	if len(imgs[0].Files) != 2 || !slices.Equal(imgs[0].Config.Config.Entrypoint, []string{"/tether"}) {
+		t.Errorf("files %d, entrypoint %v", len(imgs[0].Files), imgs[0].Config.Config.Entrypoint)
 	}
 }

@@ -21,6 +21,9 @@ const (
 	Shim = "github.com/tether-ci/tether/cmd/shim"
 	// Client is the tether CLI's main package.
 	Client = "github.com/tether-ci/tether/cmd/tether"
+	// Pool is tether-pool's main package (`tether pool serve` and
+	// `tether pool status` run it from beside tether).
+	Pool = "github.com/tether-ci/tether/cmd/tether-pool"
 )
 
 // Build builds the main package pkg to dir/name and returns the binary's
