@@ -21,8 +21,12 @@ type stageStart struct {
 	// its records start at, before the job can reach the shim.
 	started func(job string, from int64)
 	// spare, for a new stage, is an attach to its container the stage
-	// agent opened before the stage came: the session's first connection.
+	// agent kept (or opened) before the stage came: the session's first
+	// connection.
 	spare client.Conn
+	// adopt, when set, wraps the connections the stage opens itself so
+	// that the agent can keep them (spareSet.adopt).
+	adopt func(client.Conn) client.Conn
 }
 
 // startTap finds where a new stage's records start: the offset of the
