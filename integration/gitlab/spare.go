@@ -27,7 +27,7 @@ type spareSet struct {
 	// stage holds it: the shim (or its pod) may be gone.
 	ended   func()
 	mu      sync.Mutex
-	conns   map[string]*spareConn     // by namespace/pod/container
+	conns   map[string]*spareConn    // by namespace/pod/container
 	opening map[string]chan struct{} // refills in flight, closed when done
 }
 
