@@ -178,13 +178,14 @@ prepare() {
   esac
 }
 
-# oci_image NAME: cross-build cmd/NAME's binary for each platform and write
-# the multi-platform OCI archive bin/images/NAME.tar.
+# oci_image NAME: cross-build cmd/NAME's binary (and the tether image's
+# tether-stage beside it) for each platform and write the multi-platform OCI
+# archive bin/images/NAME.tar.
 oci_image() {
-  local name=$1 pkg p os arch bins=()
+  local name=$1 pkg p os arch bins=() beside=""
   case "$name" in
     tether-shim) pkg=./cmd/shim ;;
-    tether) pkg=./cmd/tether ;;
+    tether) pkg=./cmd/tether beside=tether-stage ;;
   esac
   for p in "${oci_platforms[@]}"; do
     os=${p%/*} arch=${p#*/}
@@ -193,6 +194,12 @@ oci_image() {
       -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
       -o "$out/$os-$arch/$name" "$pkg"
     bins+=(--binary "$p=$out/$os-$arch/$name")
+    if [ -n "$beside" ]; then
+      CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
+        -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
+        -o "$out/$os-$arch/$beside" "./cmd/$beside"
+      bins+=(--binary "$beside:$p=$out/$os-$arch/$beside")
+    fi
   done
   go run ./tools/ociimage --image "$name" --tag "$tag" --version "$version" \
     --revision "$(git rev-parse HEAD 2>/dev/null || true)" --created "$created" \

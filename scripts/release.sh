@@ -8,6 +8,7 @@
 #   tether-shim-VERSION-linux-{amd64,arm64}       the shim, static
 #   tether-shim-VERSION.oci.tar                   ghcr.io/tether-ci/tether-shim:VERSION
 #   tether-VERSION.oci.tar                        ghcr.io/tether-ci/tether:VERSION
+#                                                 (/tether, and /tether-stage beside it)
 #                                                 (OCI image-layout archives of
 #                                                 linux/amd64 + linux/arm64 indexes)
 #   tether-gc-X.Y.Z.tgz                           the Helm chart, appVersion VERSION
@@ -61,9 +62,15 @@ done
 
 revision=$(git rev-parse HEAD 2>/dev/null || true)
 for name in tether-shim tether; do
+  beside=()
+  if [ "$name" = tether ]; then
+    # GitLab's run_exec, beside tether in the CLI image.
+    beside=(--binary "tether-stage:linux/amd64=$dist/tether-stage-$version-linux-amd64"
+      --binary "tether-stage:linux/arm64=$dist/tether-stage-$version-linux-arm64")
+  fi
   ref=$(go run ./tools/ociimage --image "$name" --tag "$version" --version "$version" --revision "$revision" \
     --binary "linux/amd64=$dist/$name-$version-linux-amd64" \
-    --binary "linux/arm64=$dist/$name-$version-linux-arm64" \
+    --binary "linux/arm64=$dist/$name-$version-linux-arm64" "${beside[@]}" \
     --out "$dist/$name-$version.oci.tar")
   log "$dist/$name-$version.oci.tar: $ref"
 done

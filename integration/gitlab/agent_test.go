@@ -460,3 +460,33 @@ func TestAgentEnds(t *testing.T) {
 		waitExit(t, cmd, 10*time.Second)
 	})
 }
+
+// A `tether gitlab run` that is the runner's run_exec itself ends the
+// agent prepare started (no stage would reach it); one that a stage
+// process fell back to (the agent declined the stage: its settings
+// differ) leaves it serving.
+func TestAgentEndsWhenRunExecIsRun(t *testing.T) {
+	j := newAgentJob(t)
+	agent := j.startAgent(nil)
+	ctx := t.Context()
+	// The stage names the kubeconfig's context, the agent none: the agent
+	// declines, tether-stage falls back to `tether gitlab run`.
+	cmd := j.stageCmd(ctx, j.bins, j.script("a", "echo declined\n"), "step_script")
+	cmd.Args = append(cmd.Args[:1], append([]string{"--context", "c"}, cmd.Args[1:]...)...)
+	if out, err := cmd.Output(); exitCode(t, err) != 0 || string(out) != "declined\n" {
+		t.Fatalf("declined stage: %v, stdout %q", err, out)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if syscall.Kill(agent.Process.Pid, 0) != nil {
+		t.Fatal("the agent ended after a stage process fell back to tether gitlab run")
+	}
+	run := exec.CommandContext(ctx, filepath.Join(j.bins, "tether"), append(append([]string{"gitlab", "run"}, j.flags...), j.script("b", "echo direct\n"), "step_script")...)
+	run.Env, run.Dir = j.env, j.dir
+	if out, err := run.Output(); exitCode(t, err) != 0 || string(out) != "direct\n" {
+		t.Fatalf("tether gitlab run: %v, stdout %q", err, out)
+	}
+	waitExit(t, agent, 5*time.Second)
+	if _, err := os.Lstat(j.agentDir()); !os.IsNotExist(err) {
+		t.Fatalf("the agent's directory is left: %v", err)
+	}
+}

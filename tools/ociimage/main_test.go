@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,6 +67,37 @@ func TestWritesTheImage(t *testing.T) {
 	}
 }
 
+// The tether image carries tether-stage beside tether, on every platform.
+func TestTetherImageCarriesTetherStage(t *testing.T) {
+	amd, arm := staticBinary(t, "amd64"), staticBinary(t, "arm64")
+	out := filepath.Join(t.TempDir(), "img.tar")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--image", "tether", "--tag", "v1.0.0", "--binary", "linux/amd64=" + amd, "--binary", "linux/arm64=" + arm,
+		"--binary", "tether-stage:linux/amd64=" + amd, "--binary", "tether-stage:linux/arm64=" + arm, "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := ociimage.ReadArchive(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, imgs, err := a.Images(contract.CLIImageRepository + ":v1.0.0")
+	if err != nil || len(imgs) != 2 {
+		t.Fatalf("%v, %d platforms", err, len(imgs))
+	}
+	for _, img := range imgs {
+		stage, ok := img.Files["/tether-stage"]
+		if _, own := img.Files["/tether"]; !own || !ok || stage.Mode != 0o755 || len(img.Files) != 2 {
+			t.Errorf("%s: files %v; want /tether and /tether-stage (0755)", img.Platform, slices.Collect(maps.Keys(img.Files)))
+		}
+	}
+}
+
 // Bad input fails with exit 2 (usage) or 1 and names the flag.
 func TestBadInputNamesTheFlag(t *testing.T) {
 	static := staticBinary(t, runtime.GOARCH)
@@ -88,7 +121,9 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 		"not linux":        {[]string{"--image", "tether", "--tag", "v1", "--out", out, "--binary", "darwin/arm64=" + static}, 1, "linux only"},
 		"dynamic binary":   {[]string{"--image", "tether", "--tag", "v1", "--out", out, "--binary", "linux/" + runtime.GOARCH + "=/bin/sh"}, 1, "CGO_ENABLED=0"},
 		"extra argument":   {append([]string{"--image", "tether", "extra"}, ok...), 2, "extra"},
-		"same platform x2": {append([]string{"--image", "tether", "--binary", "linux/" + runtime.GOARCH + "=" + static}, ok...), 1, "twice"},
+		"same platform x2": {append([]string{"--image", "tether-shim", "--binary", "linux/" + runtime.GOARCH + "=" + static}, ok...), 1, "twice"},
+		"no tether-stage":  {append([]string{"--image", "tether"}, ok...), 1, "--binary tether-stage:linux/" + runtime.GOARCH + "=PATH is required"},
+		"not carried":      {append([]string{"--image", "tether-shim", "--binary", "tether-stage:linux/" + runtime.GOARCH + "=" + static}, ok...), 1, "carries no tether-stage"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -19,8 +19,11 @@ const nonRoot = "65532:65532"
 
 // recipe is one of the project's images: a single static binary at /NAME.
 type recipe struct {
-	repository  string
-	binary      string // file name inside the image: /binary
+	repository string
+	binary     string // file name inside the image: /binary
+	// beside are the binaries the image carries beside its own, each at
+	// /NAME (given as --binary NAME:PLATFORM=PATH for every platform).
+	beside      []string
 	description string
 	cmd         []string
 }
@@ -32,8 +35,8 @@ var recipes = map[string]recipe{
 		description: "tether-shim alone: every Tether job pod's init container copies it into the build container",
 	},
 	"tether": {
-		repository: contract.CLIImageRepository, binary: "tether", cmd: []string{"--help"},
-		description: "the tether CLI (runs `tether gc` in the cleaner's CronJob)",
+		repository: contract.CLIImageRepository, binary: "tether", beside: []string{"tether-stage"}, cmd: []string{"--help"},
+		description: "the tether CLI (runs `tether gc` in the cleaner's CronJob), with GitLab's run_exec tether-stage beside it",
 	},
 }
 
@@ -55,7 +58,11 @@ func (r recipe) index(ref, version, revision string, created time.Time, bins []b
 		labels["org.opencontainers.image.revision"] = revision
 	}
 	x := ociimage.Index{Name: ref, Created: created, Annotations: labels}
-	for _, b := range bins {
+	own, beside, err := r.split(bins)
+	if err != nil {
+		return x, err
+	}
+	for _, b := range own {
 		if b.platform.OS != "linux" {
 			return x, fmt.Errorf("--binary %s: images are for linux only", b.platform)
 		}
@@ -66,9 +73,17 @@ func (r recipe) index(ref, version, revision string, created time.Time, bins []b
 		if err := ociimage.CheckStaticELF(data, b.platform.Architecture); err != nil {
 			return x, fmt.Errorf("--binary %s=%s: %w", b.platform, b.path, err)
 		}
+		files := []ociimage.File{{Path: "/" + r.binary, Mode: 0o755, Data: data}}
+		for _, name := range r.beside {
+			f, err := besideFile(name, b.platform, beside)
+			if err != nil {
+				return x, err
+			}
+			files = append(files, f)
+		}
 		x.Images = append(x.Images, ociimage.Image{
 			Platform: b.platform,
-			Files:    []ociimage.File{{Path: "/" + r.binary, Mode: 0o755, Data: data}},
+			Files:    files,
 			Config: ociimage.Config{
 				User:       nonRoot,
 				Entrypoint: []string{"/" + r.binary},
@@ -78,4 +93,37 @@ func (r recipe) index(ref, version, revision string, created time.Time, bins []b
 		})
 	}
 	return x, nil
+}
+
+// split separates the image's own binaries from those it carries beside
+// them (by name and platform), refusing a name the image does not carry.
+func (r recipe) split(bins []binary) (own []binary, beside map[string]binary, err error) {
+	beside = map[string]binary{}
+	for _, b := range bins {
+		switch {
+		case b.name == "" || b.name == r.binary:
+			own = append(own, b)
+		case slices.Contains(r.beside, b.name):
+			beside[b.name+" "+b.platform.String()] = b
+		default:
+			return nil, nil, fmt.Errorf("--binary %s:%s=%s: the %s image carries no %s", b.name, b.platform, b.path, r.binary, b.name)
+		}
+	}
+	return own, beside, nil
+}
+
+// besideFile is the binary name for platform p, from --binary NAME:P=PATH.
+func besideFile(name string, p ociimage.Platform, beside map[string]binary) (ociimage.File, error) {
+	b, ok := beside[name+" "+p.String()]
+	if !ok {
+		return ociimage.File{}, fmt.Errorf("--binary %s:%s=PATH is required: the image carries %s beside its own binary", name, p, name)
+	}
+	data, err := os.ReadFile(b.path)
+	if err != nil {
+		return ociimage.File{}, fmt.Errorf("--binary %s:%s=%s: %w", name, p, b.path, err)
+	}
+	if err := ociimage.CheckStaticELF(data, p.Architecture); err != nil {
+		return ociimage.File{}, fmt.Errorf("--binary %s:%s=%s: %w", name, p, b.path, err)
+	}
+	return ociimage.File{Path: "/" + name, Mode: 0o755, Data: data}, nil
 }
