@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -220,7 +221,7 @@ func TestGitLabAgentEndsWithTheRunner(t *testing.T) {
 	runner.Env, runner.Dir = r.env, r.dir
 	runner.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	rd := bufio.NewReader(runMerged(t, runner))
-	t.Cleanup(func() { r.cleanup(t.Context()) })
+	t.Cleanup(func() { r.cleanup(context.Background()) })
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
