@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		fmt.Fprintf(stdout, "WARNING: tether: %s\n", warning)
 	}
 	if !resume && cfg.spares != nil {
-		at.spare = cfg.spares.take(ctx, spareKey)
+		at.spare, at.end, at.endKnown = cfg.spares.take(ctx, spareKey)
 		at.adopt = func(c client.Conn) client.Conn { return cfg.spares.adopt(spareKey, c) }
 	}
 	// While the script runs, the job log is its output alone: what the
@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		// The job's next stage in this container finds it attached: on
 		// this stage's connection when its job ended over it, else on a
 		// new one (none after a system failure).
-		cfg.spares.put(spareKey, last, err == nil, !out.system, func() *kube.Transport { return transport(kube.TransportOptions{}) })
+		cfg.spares.put(spareKey, last, err == nil, res.Offset, !out.system, func() *kube.Transport { return transport(kube.TransportOptions{}) })
 	}
 	where := fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name)
 	lines := notices.lines(stage, where)

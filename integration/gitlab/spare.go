@@ -38,10 +38,13 @@ func newSpareSet(ctx context.Context, log *slog.Logger, ended func()) *spareSet 
 // take returns the kept connection to the container key, held for one
 // stage, or nil when there is none whose stream is open. When an attach
 // to it is being opened, take waits for it (it is further along than a
-// new one would be), as long as ctx lets it.
-func (s *spareSet) take(ctx context.Context, key string) client.Conn {
+// new one would be), as long as ctx lets it. known says whether end is
+// the end of the shim's stream: the previous stage on this connection
+// ended its session there, and nothing came over it since (the next
+// stage need not ask the shim where its stream ends).
+func (s *spareSet) take(ctx context.Context, key string) (conn client.Conn, end int64, known bool) {
 	if s == nil {
-		return nil
+		return nil, 0, false
 	}
 	s.mu.Lock()
 	if wait := s.opening[key]; wait != nil && s.conns[key] == nil {
@@ -49,7 +52,7 @@ func (s *spareSet) take(ctx context.Context, key string) client.Conn {
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return nil
+			return nil, 0, false
 		}
 		s.mu.Lock()
 	}
@@ -57,14 +60,15 @@ func (s *spareSet) take(ctx context.Context, key string) client.Conn {
 	delete(s.conns, key)
 	s.mu.Unlock()
 	if c == nil {
-		return nil
+		return nil, 0, false
 	}
+	end, known = c.streamEnd()
 	l := c.lease()
 	if l == nil {
 		c.close()
-		return nil
+		return nil, 0, false
 	}
-	return l
+	return l, end, known
 }
 
 // adopt makes conn, which a stage of container key opened itself, a
@@ -82,16 +86,18 @@ func (s *spareSet) adopt(key string, conn client.Conn) client.Conn {
 
 // put ends a stage of container key whose last connection was conn: the
 // connection is kept for the container's next stage when reuse is set
-// (the stage's job ended over it) and its stream is still open; else it
-// is closed and, when refill is set, a new attach (through transport) is
-// opened in the background for the next stage.
-func (s *spareSet) put(key string, conn client.Conn, reuse, refill bool, transport func() *kube.Transport) {
+// (the stage's job ended over it, its session at stream offset end) and
+// its stream is still open; else it is closed and, when refill is set, a
+// new attach (through transport) is opened in the background for the next
+// stage.
+func (s *spareSet) put(key string, conn client.Conn, reuse bool, end int64, refill bool, transport func() *kube.Transport) {
 	if s == nil {
 		return
 	}
 	if l, ok := conn.(*spareLease); ok {
 		_ = l.Close()
 		if reuse && l.c.open() && s.ctx.Err() == nil {
+			l.c.noteEnd(end)
 			s.store(key, l.c)
 			return
 		}

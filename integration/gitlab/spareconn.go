@@ -33,6 +33,13 @@ type spareConn struct {
 	err       error
 	closed    atomic.Bool
 	closeOnce sync.Once
+	// end is the offset after the last record of the stage that released
+	// the connection (valid with ended set); idle counts the bytes read
+	// since, which no stage took: while it is 0, nothing was written to
+	// the shim's stream after that record, so end is still its end.
+	end   atomic.Int64
+	known atomic.Bool
+	idle  atomic.Int64
 }
 
 func newSpareConn(conn client.Conn, ended func()) *spareConn {
@@ -54,7 +61,10 @@ func (c *spareConn) pump() {
 			case l.chunks <- buf[:n]:
 				buf = make([]byte, spareReadSize)
 			case <-l.released:
+				c.idle.Add(int64(n))
 			}
+		} else if n > 0 {
+			c.idle.Add(int64(n))
 		}
 		if err != nil {
 			c.err = err
@@ -91,8 +101,26 @@ func (c *spareConn) lease() *spareLease {
 		return nil
 	}
 	l := &spareLease{c: c, chunks: make(chan []byte), released: make(chan struct{})}
+	c.known.Store(false)
 	c.held.Store(l)
 	return l
+}
+
+// streamEnd is the end of the shim's stream, when the stage that
+// released the connection knew it and no byte came since.
+func (c *spareConn) streamEnd() (int64, bool) {
+	if !c.known.Load() || c.idle.Load() != 0 {
+		return 0, false
+	}
+	return c.end.Load(), true
+}
+
+// noteEnd records end, the offset after the last record of the stage that
+// just released the connection, and counts the bytes read from now on.
+func (c *spareConn) noteEnd(end int64) {
+	c.idle.Store(0)
+	c.end.Store(end)
+	c.known.Store(true)
 }
 
 // spareLease is a kept connection as one stage's session uses it: its

@@ -19,7 +19,9 @@ import (
 // stage at once, with what to do, where a broken one is retried.
 //
 // at says where the stage's records start: at the stream's end (a new
-// stage), or at at.from for a stage an agent began (at.resume); its
+// stage: at.end when the agent knows it from the previous stage on the
+// same connection, else as the shim answers), or at at.from for a stage
+// an agent began (at.resume); its
 // started, if set, learns where a new stage's records start before the
 // job can reach the shim. last is the connection the session ended on
 // (nil when it made none): the agent keeps it for the container's next
@@ -28,10 +30,15 @@ func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts clien
 	t.Options.AttachFirst = true
 	t.Options.LazyDisruptionWatch = true
 	rt := &refusalStop{Transport: t, spare: at.spare, adopt: at.adopt}
-	if at.resume {
+	switch {
+	case at.resume:
 		opts.From = at.from
-	} else {
-		opts.FromEnd = true
+	default:
+		if at.endKnown && at.spare != nil {
+			opts.From = at.end
+		} else {
+			opts.FromEnd = true
+		}
 		if at.started != nil {
 			rt.tap = &startTap{found: func(from int64) { at.started(job.ID, from) }}
 		}

@@ -24,6 +24,11 @@ type stageStart struct {
 	// agent kept (or opened) before the stage came: the session's first
 	// connection.
 	spare client.Conn
+	// end, when endKnown, is the end of the shim's stream on spare (the
+	// previous stage's session ended there and nothing came since): the
+	// stage's records start there, with no question to the shim.
+	end      int64
+	endKnown bool
 	// adopt, when set, wraps the connections the stage opens itself so
 	// that the agent can keep them (spareSet.adopt).
 	adopt func(client.Conn) client.Conn
