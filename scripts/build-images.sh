@@ -3,7 +3,8 @@
 # registry into bin/images/NAME.tar, for `make images` and `make e2e`:
 #
 #   tether-shim, tether  the project's images, exactly as `make release` makes
-#                        them (tether's with tether-pool beside it): static
+#                        them (tether's with tether-pool and
+#                        tether-stage beside it): static
 #                        binaries cross-built for linux/amd64 and
 #                        linux/arm64 (bin/images/linux-ARCH/), written by
 #                        tools/ociimage as multi-platform OCI archives named
@@ -179,13 +180,14 @@ prepare() {
   esac
 }
 
-# oci_image NAME: cross-build cmd/NAME's binary for each platform and write
-# the multi-platform OCI archive bin/images/NAME.tar.
+# oci_image NAME: cross-build cmd/NAME's binary (and the tether image's
+# tether-pool and tether-stage beside it) for each platform and write the
+# multi-platform OCI archive bin/images/NAME.tar.
 oci_image() {
-  local name=$1 pkg p os arch bins=()
+  local name=$1 pkg p os arch b bins=() beside=()
   case "$name" in
     tether-shim) pkg=./cmd/shim ;;
-    tether) pkg=./cmd/tether ;;
+    tether) pkg=./cmd/tether beside=(tether-pool tether-stage) ;;
   esac
   for p in "${oci_platforms[@]}"; do
     os=${p%/*} arch=${p#*/}
@@ -193,14 +195,13 @@ oci_image() {
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
       -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
       -o "$out/$os-$arch/$name" "$pkg"
-    if [ "$name" = tether ]; then
-      # tether-pool beside tether (tools/ociimage reads it from there):
-      # `tether pool serve` runs it.
+    bins+=(--binary "$p=$out/$os-$arch/$name")
+    for b in "${beside[@]}"; do
       CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
         -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
-        -o "$out/$os-$arch/tether-pool" ./cmd/tether-pool
-    fi
-    bins+=(--binary "$p=$out/$os-$arch/$name")
+        -o "$out/$os-$arch/$b" "./cmd/$b"
+      bins+=(--binary "$b:$p=$out/$os-$arch/$b")
+    done
   done
   go run ./tools/ociimage --image "$name" --tag "$tag" --version "$version" \
     --revision "$(git rev-parse HEAD 2>/dev/null || true)" --created "$created" \

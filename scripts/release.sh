@@ -12,7 +12,8 @@
 #   tether-shim-VERSION-linux-{amd64,arm64}       the shim, static
 #   tether-shim-VERSION.oci.tar                   ghcr.io/tether-ci/tether-shim:VERSION
 #   tether-VERSION.oci.tar                        ghcr.io/tether-ci/tether:VERSION
-#                                                 (/tether and /tether-pool)
+#                                                 (/tether, and /tether-pool and
+#                                                 /tether-stage beside it)
 #                                                 (OCI image-layout archives of
 #                                                 linux/amd64 + linux/arm64 indexes)
 #   tether-gc-X.Y.Z.tgz                           the Helm chart, appVersion VERSION
@@ -67,9 +68,18 @@ done
 
 revision=$(git rev-parse HEAD 2>/dev/null || true)
 for name in tether-shim tether; do
+  beside=()
+  if [ "$name" = tether ]; then
+    # Beside tether in the CLI image: the pools' controller (`tether pool
+    # serve` runs it) and GitLab's run_exec.
+    for b in tether-pool tether-stage; do
+      beside+=(--binary "$b:linux/amd64=$dist/$b-$version-linux-amd64"
+        --binary "$b:linux/arm64=$dist/$b-$version-linux-arm64")
+    done
+  fi
   ref=$(go run ./tools/ociimage --image "$name" --tag "$version" --version "$version" --revision "$revision" \
     --binary "linux/amd64=$dist/$name-$version-linux-amd64" \
-    --binary "linux/arm64=$dist/$name-$version-linux-arm64" \
+    --binary "linux/arm64=$dist/$name-$version-linux-arm64" "${beside[@]}" \
     --out "$dist/$name-$version.oci.tar")
   log "$dist/$name-$version.oci.tar: $ref"
 done

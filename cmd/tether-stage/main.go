@@ -5,19 +5,29 @@
 //
 //	tether-stage [--config FILE] SCRIPT STAGE
 //
-// It is small on purpose (the standard library and the stage package): a
-// stage's process starts in about a millisecond. See docs/gitlab.md.
+// `tether-stage --version` prints its version (the release's, as `tether
+// version` does) without reaching an agent or `tether`.
+//
+// It is small on purpose (the standard library, the stage package and
+// the build's version): a stage's process starts in about a millisecond.
+// See docs/gitlab.md.
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/tether-ci/tether/integration/gitlab/stage"
+	"github.com/tether-ci/tether/internal/version"
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		fmt.Println("tether-stage", version.Get())
+		return
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	dir, _ := os.Getwd()

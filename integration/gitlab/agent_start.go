@@ -84,20 +84,11 @@ func (s *agentStart) finish(ok bool) {
 // stopAgent ends the job's stage agent, if one runs, and removes its
 // directory: cleanup's, and prepare's before it starts one.
 func stopAgent(env Env, log *slog.Logger) {
-	if !agentSupported {
+	dir, asked := askQuit(env)
+	if dir == "" {
 		return
 	}
-	dir, err := stage.Dir(env)
-	if err != nil || stage.CheckDir(dir) != nil {
-		return
-	}
-	c, err := net.DialTimeout("unix", filepath.Join(dir, stage.SocketName), time.Second)
-	if err == nil {
-		_ = c.SetDeadline(time.Now().Add(agentStopWait))
-		if stage.WriteFrame(c, stage.FrameQuit, nil) == nil {
-			_, _, _ = stage.ReadFrame(c)
-		}
-		_ = c.Close()
+	if asked {
 		// The agent removes its directory as it ends.
 		for deadline := time.Now().Add(agentStopWait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -109,4 +100,36 @@ func stopAgent(env Env, log *slog.Logger) {
 	if err := os.RemoveAll(dir); err != nil {
 		log.Warn("cannot remove the stage agent's directory", "dir", dir, "err", err)
 	}
+}
+
+// quitAgent asks the job's stage agent, if one runs, to end, without
+// waiting for it: `tether gitlab run` as the runner's run_exec, whose
+// stages never reach an agent.
+func quitAgent(env Env, log *slog.Logger) {
+	if dir, asked := askQuit(env); asked {
+		log.Debug("the stage agent was asked to end: run_exec is tether gitlab run", "dir", dir)
+	}
+}
+
+// askQuit sends the job's agent cleanup's quit and reads its answer. dir
+// is the job's agent directory ("" when there is none of this user's);
+// asked says whether an agent listened there.
+func askQuit(env Env) (dir string, asked bool) {
+	if !agentSupported {
+		return "", false
+	}
+	dir, err := stage.Dir(env)
+	if err != nil || stage.CheckDir(dir) != nil {
+		return "", false
+	}
+	c, err := net.DialTimeout("unix", filepath.Join(dir, stage.SocketName), time.Second)
+	if err != nil {
+		return dir, false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(agentStopWait))
+	if stage.WriteFrame(c, stage.FrameQuit, nil) == nil {
+		_, _, _ = stage.ReadFrame(c)
+	}
+	return dir, true
 }

@@ -229,9 +229,10 @@ func exitCode(t *testing.T, err error) int {
 
 // Stages through the agent: output byte-exact, exit codes as the
 // runner's contract says (a failing script: BUILD_FAILURE_EXIT_CODE with
-// its code in BUILD_EXIT_CODE_FILE), each stage one attach (the second
-// stage uses the spare the agent opened after the first); and no
-// `tether` is needed (none is there to fall back to).
+// its code in BUILD_EXIT_CODE_FILE), the job's stages on one attach (the
+// agent keeps the first stage's connection for the next ones); a kept
+// connection that broke between stages is replaced by the next stage's
+// own attach; and no `tether` is needed (none is there to fall back to).
 func TestAgentRunsStages(t *testing.T) {
 	j := newAgentJob(t)
 	j.startAgent(nil)
@@ -252,10 +253,41 @@ func TestAgentRunsStages(t *testing.T) {
 	if code := exitCode(t, err); code != 41 || string(out) != "failing\n" || string(written) != "3" {
 		t.Fatalf("failing stage: exit %d, stdout %q, BUILD_EXIT_CODE_FILE %q; want 41, failing, 3", code, out, written)
 	}
-	// One attach a stage: the first stage's own, then the spare the agent
-	// opened after each stage (the last one kept for a next stage).
-	if n := j.shim.Attaches(); n < 2 || n > 3 {
-		t.Errorf("%d attaches for two stages, want 2 or 3 (a spare for the next)", n)
+	cmd = j.stageCmd(ctx, bin, j.script("c", "echo third\n"), "after_script")
+	withoutPath(cmd)
+	if out, err = cmd.Output(); exitCode(t, err) != 0 || string(out) != "third\n" {
+		t.Fatalf("third stage: %v, stdout %q", err, out)
+	}
+	// Three stages, one attach: the first stage's, kept.
+	if n := j.shim.Attaches(); n != 1 {
+		t.Errorf("%d attaches for three stages, want 1 (the first stage's, kept for the next)", n)
+	}
+	// The kept connection breaks between stages: the next stage attaches
+	// itself, and runs the same.
+	if err := j.srv.SetNodeDown(true); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return j.shim.Attached() == 0 })
+	if err := j.srv.SetNodeDown(false); err != nil {
+		t.Fatal(err)
+	}
+	cmd = j.stageCmd(ctx, bin, j.script("d", "echo fourth\n"), "step_script")
+	withoutPath(cmd)
+	if out, err = cmd.Output(); exitCode(t, err) != 0 || string(out) != "fourth\n" {
+		t.Fatalf("stage after the kept connection broke: %v, stdout %q", err, out)
+	}
+	if n := j.shim.Attaches(); n != 2 {
+		t.Errorf("%d attaches after the kept connection broke, want 2", n)
+	}
+}
+
+// waitUntil polls cond for up to 10 s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
 	}
 }
 
@@ -427,4 +459,34 @@ func TestAgentEnds(t *testing.T) {
 		cmd := j.startAgent([]string{"--idle-timeout", "1s"})
 		waitExit(t, cmd, 10*time.Second)
 	})
+}
+
+// A `tether gitlab run` that is the runner's run_exec itself ends the
+// agent prepare started (no stage would reach it); one that a stage
+// process fell back to (the agent declined the stage: its settings
+// differ) leaves it serving.
+func TestAgentEndsWhenRunExecIsRun(t *testing.T) {
+	j := newAgentJob(t)
+	agent := j.startAgent(nil)
+	ctx := t.Context()
+	// The stage names the kubeconfig's context, the agent none: the agent
+	// declines, tether-stage falls back to `tether gitlab run`.
+	cmd := j.stageCmd(ctx, j.bins, j.script("a", "echo declined\n"), "step_script")
+	cmd.Args = append(cmd.Args[:1], append([]string{"--context", "c"}, cmd.Args[1:]...)...)
+	if out, err := cmd.Output(); exitCode(t, err) != 0 || string(out) != "declined\n" {
+		t.Fatalf("declined stage: %v, stdout %q", err, out)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if syscall.Kill(agent.Process.Pid, 0) != nil {
+		t.Fatal("the agent ended after a stage process fell back to tether gitlab run")
+	}
+	run := exec.CommandContext(ctx, filepath.Join(j.bins, "tether"), append(append([]string{"gitlab", "run"}, j.flags...), j.script("b", "echo direct\n"), "step_script")...)
+	run.Env, run.Dir = j.env, j.dir
+	if out, err := run.Output(); exitCode(t, err) != 0 || string(out) != "direct\n" {
+		t.Fatalf("tether gitlab run: %v, stdout %q", err, out)
+	}
+	waitExit(t, agent, 5*time.Second)
+	if _, err := os.Lstat(j.agentDir()); !os.IsNotExist(err) {
+		t.Fatalf("the agent's directory is left: %v", err)
+	}
 }

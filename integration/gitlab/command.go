@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-ci/tether/client/kube"
 	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
+	"github.com/tether-ci/tether/integration/gitlab/stage"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
@@ -74,6 +75,11 @@ func Command(ctx context.Context, cfg *Settings, env Env, name string, args []st
 		started.finish(code == 0)
 		return code
 	case "run":
+		if cfg.spares == nil && env(stage.FallbackVar) == "" {
+			// run_exec is `tether gitlab run` itself, not tether-stage:
+			// the agent prepare started would idle until cleanup.
+			quitAgent(env, cfg.logger())
+		}
 		ctx, cancel := cancelledBefore(ctx, env)
 		defer cancel()
 		return Run(ctx, cfg, env, args[0], args[1], stdout, stderr)

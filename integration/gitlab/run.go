@@ -75,8 +75,9 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 	if warning != "" {
 		fmt.Fprintf(stdout, "WARNING: tether: %s\n", warning)
 	}
-	if !resume {
-		at.spare = cfg.spares.take(spareKey)
+	if !resume && cfg.spares != nil {
+		at.spare, at.end, at.endKnown = cfg.spares.take(ctx, spareKey)
+		at.adopt = func(c client.Conn) client.Conn { return cfg.spares.adopt(spareKey, c) }
 	}
 	// While the script runs, the job log is its output alone: what the
 	// driver must say comes after it, on lines of its own.
@@ -85,15 +86,17 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		gate = client.NewLineGate(stdout)
 	}
 	notices := newStageNotices()
-	res, err := runStage(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
+	res, last, err := runStage(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
 		client.Options{Output: gate, Logger: log, Events: notices.event}, at)
 	// A script whose last line has no newline: the driver's lines start
 	// on a line of their own.
 	_ = gate.End(gate)
 	out := stageOutcome(res, err, job.Timeout(), stageJob.Timeout, stage)
-	if !out.system {
-		// The job's next stage in this container finds it attached.
-		cfg.spares.refill(spareKey, transport(kube.TransportOptions{}))
+	if cfg.spares != nil {
+		// The job's next stage in this container finds it attached: on
+		// this stage's connection when its job ended over it, else on a
+		// new one (none after a system failure).
+		cfg.spares.put(spareKey, last, err == nil, res.Offset, !out.system, func() *kube.Transport { return transport(kube.TransportOptions{}) })
 	}
 	where := fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name)
 	lines := notices.lines(stage, where)

@@ -2,65 +2,165 @@ package gitlab
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
 )
 
-// spareWait bounds the opening of a spare attach.
-const spareWait = 30 * time.Second
-
-// spareSet is the stage agent's spare attaches: after a stage, the agent
-// attaches to that stage's container again at once and keeps the
-// connection, so the job's next stage in that container skips the attach
-// (a new connection through the API server and the kubelet to the
-// container runtime: most of a stage's time). A session reads nothing
-// before its resume answer, so a connection opened early serves exactly
-// as a new one; one that broke meanwhile is dropped, and the stage
-// attaches itself.
+// spareSet is the stage agent's attaches to the job's containers, kept
+// between stages: a stage ends with its connection still open (the job's
+// record came over it), and the job's next stage in that container
+// begins on it instead of attaching again (a new connection through the
+// API server and the kubelet to the container runtime, most of a
+// stage's time, and CPU that the stage's own work waits for). A session
+// reads nothing before its resume answer, so a connection that was
+// already open serves exactly as a new one. One whose stream ended
+// meanwhile is dropped, and the stage attaches itself; after a stage
+// whose connection failed, the agent attaches again in the background
+// for the next one (refill).
 type spareSet struct {
 	ctx context.Context
 	log *slog.Logger
-	// ended is called when a spare's stream ends while nobody uses it:
-	// the shim (or its pod) may be gone.
-	ended func()
-	mu    sync.Mutex
-	conns map[string]*spareConn // by namespace/pod/container
+	// ended is called when a kept connection's stream ends while no
+	// stage holds it: the shim (or its pod) may be gone.
+	ended   func()
+	mu      sync.Mutex
+	conns   map[string]*spareConn    // by namespace/pod/container
+	opening map[string]chan struct{} // refills in flight, closed when done
 }
 
 func newSpareSet(ctx context.Context, log *slog.Logger, ended func()) *spareSet {
-	return &spareSet{ctx: ctx, log: log, ended: ended, conns: map[string]*spareConn{}}
+	return &spareSet{ctx: ctx, log: log, ended: ended, conns: map[string]*spareConn{}, opening: map[string]chan struct{}{}}
 }
 
-// take returns the spare attach of key, if one is open.
-func (s *spareSet) take(key string) client.Conn {
+// take returns the kept connection to the container key, held for one
+// stage, or nil when there is none whose stream is open. When an attach
+// to it is being opened, take waits for it (it is further along than a
+// new one would be), as long as ctx lets it. known says whether end is
+// the end of the shim's stream: the previous stage on this connection
+// ended its session there, and nothing came over it since (the next
+// stage need not ask the shim where its stream ends).
+func (s *spareSet) take(ctx context.Context, key string) (conn client.Conn, end int64, known bool) {
 	if s == nil {
-		return nil
+		return nil, 0, false
 	}
 	s.mu.Lock()
+	if wait := s.opening[key]; wait != nil && s.conns[key] == nil {
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, 0, false
+		}
+		s.mu.Lock()
+	}
 	c := s.conns[key]
 	delete(s.conns, key)
 	s.mu.Unlock()
-	if c == nil || !c.claim() {
-		return nil
+	if c == nil {
+		return nil, 0, false
 	}
+	end, known = c.streamEnd()
+	l := c.lease()
+	if l == nil {
+		c.close()
+		return nil, 0, false
+	}
+	return l, end, known
+}
+
+// adopt makes conn, which a stage of container key opened itself, a
+// connection the set can keep after the stage (put). Without a set
+// (`tether gitlab run`) conn is returned as it is.
+func (s *spareSet) adopt(key string, conn client.Conn) client.Conn {
+	if s == nil {
+		return conn
+	}
+	if l := s.newConn(key, conn).lease(); l != nil {
+		return l
+	}
+	return conn
+}
+
+// put ends a stage of container key whose last connection was conn: the
+// connection is kept for the container's next stage when reuse is set
+// (the stage's job ended over it, its session at stream offset end) and
+// its stream is still open; else it is closed and, when refill is set, a
+// new attach (through transport) is opened in the background for the next
+// stage.
+func (s *spareSet) put(key string, conn client.Conn, reuse bool, end int64, refill bool, transport func() *kube.Transport) {
+	if s == nil {
+		return
+	}
+	if l, ok := conn.(*spareLease); ok {
+		_ = l.Close()
+		if reuse && l.c.open() && s.ctx.Err() == nil {
+			l.c.noteEnd(end)
+			s.store(key, l.c)
+			return
+		}
+		l.c.close()
+	}
+	if refill {
+		s.refill(key, transport())
+	}
+}
+
+// store keeps c as the connection to container key.
+func (s *spareSet) store(key string, c *spareConn) {
+	s.mu.Lock()
+	old := s.conns[key]
+	s.conns[key] = c
+	s.mu.Unlock()
+	if old != nil && old != c {
+		old.close()
+	}
+	if s.ctx.Err() != nil {
+		c.close()
+	}
+}
+
+// newConn wraps conn, a connection to container key, for keeping.
+func (s *spareSet) newConn(key string, conn client.Conn) *spareConn {
+	var c *spareConn
+	c = newSpareConn(conn, func() {
+		s.mu.Lock()
+		kept := s.conns[key] == c
+		if kept {
+			delete(s.conns, key)
+		}
+		s.mu.Unlock()
+		if kept {
+			s.ended()
+		}
+	})
 	return c
 }
 
-// refill opens a spare attach of key through t, in the background.
+// refill opens an attach to container key through t, in the background.
 func (s *spareSet) refill(key string, t *kube.Transport) {
-	if s == nil || s.ctx.Err() != nil {
+	if s.ctx.Err() != nil {
 		return
 	}
+	s.mu.Lock()
+	if s.opening[key] != nil {
+		s.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	s.opening[key] = done
+	s.mu.Unlock()
 	t.Options.AttachFirst = true
 	t.Options.Logger = s.log
 	go func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.opening, key)
+			s.mu.Unlock()
+			close(done)
+		}()
 		ctx, cancel := context.WithTimeout(s.ctx, spareWait)
 		defer cancel()
 		conn, err := t.Connect(ctx)
@@ -68,120 +168,16 @@ func (s *spareSet) refill(key string, t *kube.Transport) {
 			s.log.Debug("no spare attach", "container", key, "err", err)
 			return
 		}
-		c := newSpareConn(conn, func() {
-			s.mu.Lock()
-			mine := s.conns[key]
-			if mine != nil && !mine.claimed.Load() {
-				delete(s.conns, key)
-			}
-			s.mu.Unlock()
-			if mine != nil {
-				s.ended()
-			}
-		})
-		s.mu.Lock()
-		old := s.conns[key]
-		s.conns[key] = c
-		s.mu.Unlock()
-		if old != nil {
-			_ = old.Close()
-		}
-		if s.ctx.Err() != nil {
-			_ = c.Close()
-		}
+		s.store(key, s.newConn(key, conn))
 	}()
 }
 
-// closeAll closes every spare attach.
+// closeAll closes every kept connection.
 func (s *spareSet) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, c := range s.conns {
-		_ = c.Close()
+		c.close()
 		delete(s.conns, k)
 	}
-}
-
-// spareConn is an attach kept for a later stage: until claimed, what the
-// shim writes is dropped (a session ignores everything before its resume
-// answer) and the end of the stream is noticed.
-type spareConn struct {
-	conn    client.Conn
-	claimed atomic.Bool
-	dead    atomic.Bool
-	chunks  chan []byte
-	rest    []byte
-	done    chan struct{}
-	once    sync.Once
-	// err is why the stream ended.
-	err atomic.Pointer[error]
-}
-
-func newSpareConn(conn client.Conn, ended func()) *spareConn {
-	c := &spareConn{conn: conn, chunks: make(chan []byte), done: make(chan struct{})}
-	go c.read(ended)
-	return c
-}
-
-// read reads the stream for its whole life.
-func (c *spareConn) read(ended func()) {
-	for {
-		buf := make([]byte, 32<<10)
-		n, err := c.conn.Read(buf)
-		if n > 0 && c.claimed.Load() {
-			select {
-			case c.chunks <- buf[:n]:
-			case <-c.done:
-				return
-			}
-		}
-		if err != nil {
-			c.err.Store(&err)
-			c.dead.Store(true)
-			if !c.claimed.Load() {
-				ended()
-			}
-			c.once.Do(func() { close(c.done) })
-			return
-		}
-	}
-}
-
-// claim hands the connection to a stage, unless its stream ended.
-func (c *spareConn) claim() bool {
-	c.claimed.Store(true)
-	if c.dead.Load() {
-		_ = c.Close()
-		return false
-	}
-	return true
-}
-
-func (c *spareConn) Read(p []byte) (int, error) {
-	if len(c.rest) == 0 {
-		select {
-		case b := <-c.chunks:
-			c.rest = b
-		case <-c.done:
-			// Chunks read before the end were handed over already.
-			if err := c.err.Load(); err != nil {
-				return 0, *err
-			}
-			return 0, io.EOF
-		}
-	}
-	n := copy(p, c.rest)
-	c.rest = c.rest[n:]
-	return n, nil
-}
-
-func (c *spareConn) Write(p []byte) (int, error) { return c.conn.Write(p) }
-
-func (c *spareConn) Close() error {
-	c.once.Do(func() { close(c.done) })
-	err := c.conn.Close()
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
 }

@@ -19,26 +19,35 @@ import (
 // stage at once, with what to do, where a broken one is retried.
 //
 // at says where the stage's records start: at the stream's end (a new
-// stage), or at at.from for a stage an agent began (at.resume); its
+// stage: at.end when the agent knows it from the previous stage on the
+// same connection, else as the shim answers), or at at.from for a stage
+// an agent began (at.resume); its
 // started, if set, learns where a new stage's records start before the
-// job can reach the shim.
-func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts client.Options, at stageStart) (client.Result, error) {
+// job can reach the shim. last is the connection the session ended on
+// (nil when it made none): the agent keeps it for the container's next
+// stage.
+func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts client.Options, at stageStart) (res client.Result, last client.Conn, err error) {
 	t.Options.AttachFirst = true
 	t.Options.LazyDisruptionWatch = true
-	rt := &refusalStop{Transport: t, spare: at.spare}
-	if at.resume {
+	rt := &refusalStop{Transport: t, spare: at.spare, adopt: at.adopt}
+	switch {
+	case at.resume:
 		opts.From = at.from
-	} else {
-		opts.FromEnd = true
+	default:
+		if at.endKnown && at.spare != nil {
+			opts.From = at.end
+		} else {
+			opts.FromEnd = true
+		}
 		if at.started != nil {
 			rt.tap = &startTap{found: func(from int64) { at.started(job.ID, from) }}
 		}
 	}
-	res, err := kube.Run(ctx, rt, job, opts)
+	res, err = kube.Run(ctx, rt, job, opts)
 	if rt.refused != nil {
 		err = fmt.Errorf("%w%s", rt.refused, apiAdvice(rt.refused))
 	}
-	return res, err
+	return res, rt.last, err
 }
 
 // refusalStop is a transport whose Connect stops the session's reconnects
@@ -50,15 +59,25 @@ type refusalStop struct {
 	// tap, when set, reads the session's commands on every connection.
 	tap *startTap
 	// spare, when set, is the first connection: an attach the stage agent
-	// opened after the container's previous stage.
+	// kept after the container's previous stage.
 	spare client.Conn
+	// adopt, when set, wraps every connection the transport opens so
+	// that the agent can keep it (spareSet.adopt).
+	adopt func(client.Conn) client.Conn
+	// last is the connection opened last (before any tap).
+	last client.Conn
 }
 
 func (r *refusalStop) Connect(ctx context.Context) (client.Conn, error) {
 	var c client.Conn
 	var err error
 	if c, r.spare = r.spare, nil; c == nil {
-		c, err = r.Transport.Connect(ctx)
+		if c, err = r.Transport.Connect(ctx); err == nil && r.adopt != nil {
+			c = r.adopt(c)
+		}
+	}
+	if err == nil {
+		r.last = c
 	}
 	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 		if r.refused == nil {

@@ -44,7 +44,7 @@ func TestGitLabStageIsOneAttach(t *testing.T) {
 		}
 		tr := (&kube.Pod{Namespace: "ci", Name: "p", Container: kube.BuildContainer}).Transport(srv.RESTConfig(""), kube.TransportOptions{})
 		var out bytes.Buffer
-		res, err := runStage(ctx, tr, client.Job{Scripts: []string{script}}, client.Options{Output: &out}, stageStart{})
+		res, _, err := runStage(ctx, tr, client.Job{Scripts: []string{script}}, client.Options{Output: &out}, stageStart{})
 		if err != nil {
 			t.Fatalf("stage %d: %v", i, err)
 		}
@@ -75,7 +75,7 @@ func TestGitLabStageRefused(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = runStage(ctx, transport(kube.TransportOptions{}), client.Job{Scripts: []string{"/s"}}, client.Options{Output: io.Discard}, stageStart{})
+	_, _, err = runStage(ctx, transport(kube.TransportOptions{}), client.Job{Scripts: []string{"/s"}}, client.Options{Output: io.Discard}, stageStart{})
 	if !errors.IsForbidden(err) || !strings.Contains(err.Error(), "bind the runner's identity") || ctx.Err() != nil {
 		t.Fatalf("runStage: %v (context: %v); want the refusal with advice, at once", err, ctx.Err())
 	}

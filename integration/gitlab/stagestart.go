@@ -21,8 +21,17 @@ type stageStart struct {
 	// its records start at, before the job can reach the shim.
 	started func(job string, from int64)
 	// spare, for a new stage, is an attach to its container the stage
-	// agent opened before the stage came: the session's first connection.
+	// agent kept (or opened) before the stage came: the session's first
+	// connection.
 	spare client.Conn
+	// end, when endKnown, is the end of the shim's stream on spare (the
+	// previous stage's session ended there and nothing came since): the
+	// stage's records start there, with no question to the shim.
+	end      int64
+	endKnown bool
+	// adopt, when set, wraps the connections the stage opens itself so
+	// that the agent can keep them (spareSet.adopt).
+	adopt func(client.Conn) client.Conn
 }
 
 // startTap finds where a new stage's records start: the offset of the

@@ -252,16 +252,16 @@ func checkMachO(t *testing.T, path string, b []byte, arch string) {
 // Both images are linux/amd64 + linux/arm64 indexes named for the release,
 // each platform holding only its static binary (the same bytes as the
 // release's binary; the tether image also tether-pool, which `tether pool
-// serve` runs from beside it), run as 65532 with OCI labels; the shim image
-// fits its budget.
+// serve` runs from beside it, and tether-stage, GitLab's run_exec), run as
+// 65532 with OCI labels; the shim image fits its budget.
 func TestReleaseImages(t *testing.T) {
 	d := release(t)
 	for _, img := range []struct {
 		name, repo string
-		companions []string
+		beside     []string
 	}{
 		{"tether-shim", contract.ShimImageRepository, nil},
-		{"tether", contract.CLIImageRepository, []string{"tether-pool"}},
+		{"tether", contract.CLIImageRepository, []string{"tether-pool", "tether-stage"}},
 	} {
 		t.Run(img.name, func(t *testing.T) {
 			f, err := os.Open(filepath.Join(d, img.name+"-"+version+".oci.tar"))
@@ -282,17 +282,16 @@ func TestReleaseImages(t *testing.T) {
 			for _, pi := range images {
 				p := pi.Platform.String()
 				platforms = append(platforms, p)
-				if len(pi.Files) != 1+len(img.companions) {
-					t.Errorf("%s holds %d files, want only /%s and %v", p, len(pi.Files), img.name, img.companions)
+				if len(pi.Files) != 1+len(img.beside) {
+					t.Errorf("%s holds %d files, want only /%s and %v", p, len(pi.Files), img.name, img.beside)
 				}
-				for _, c := range img.companions {
-					f, ok := pi.Files["/"+c]
-					want, err := os.ReadFile(filepath.Join(d, c+"-"+version+"-linux-"+pi.Platform.Architecture))
+				for _, name := range img.beside {
+					want, err := os.ReadFile(filepath.Join(d, name+"-"+version+"-linux-"+pi.Platform.Architecture))
 					if err != nil {
 						t.Fatal(err)
 					}
-					if !ok || !bytes.Equal(f.Data, want) || f.Mode != 0o755 {
-						t.Errorf("%s /%s is not the release's binary (present %v)", p, c, ok)
+					if f, ok := pi.Files["/"+name]; !ok || !bytes.Equal(f.Data, want) || f.Mode != 0o755 {
+						t.Errorf("%s: /%s is not the release's %s (present %v)", p, name, name, ok)
 					}
 				}
 				bin, ok := pi.Files["/"+img.name]

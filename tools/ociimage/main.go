@@ -1,7 +1,6 @@
 // Command ociimage writes the project's images — tether-shim (the job-pod
-// image) and tether (the CLI, for the `tether gc` CronJob, with tether-pool
-// beside it for the pools' controller's Deployment; the tether-pool binary
-// is read from beside each --binary file, see companionPath) — as
+// image) and tether (the CLI, for the `tether gc` CronJob, with the pools'
+// controller tether-pool and GitLab's run_exec tether-stage beside it) — as
 // multi-platform OCI image-layout archives, without a daemon or registry and
 // reproducibly (see internal/ociimage). scripts/build-images.sh and
 // `make release` run it:
@@ -10,6 +9,9 @@
 //	    --binary linux/amd64=dist/tether-shim-linux-amd64 \
 //	    --binary linux/arm64=dist/tether-shim-linux-arm64 \
 //	    --out dist/tether-shim-v1.2.3.oci.tar
+//
+// An image that carries other binaries beside its own (tether's tether-pool
+// and tether-stage) takes each as --binary NAME:PLATFORM=PATH for each platform.
 //
 // It prints the image's reference and index digest. Push the archive with
 // `skopeo copy --all oci-archive:FILE docker://REGISTRY/NAME:TAG`, or import
@@ -39,6 +41,8 @@ func main() {
 type binaries []binary
 
 type binary struct {
+	// name is the file's name in the image: "" for the image's own binary.
+	name     string
 	platform ociimage.Platform
 	path     string
 }
@@ -48,13 +52,17 @@ func (b *binaries) String() string { return "" }
 func (b *binaries) Set(s string) error {
 	p, path, ok := strings.Cut(s, "=")
 	if !ok || path == "" {
-		return fmt.Errorf("want PLATFORM=PATH, e.g. linux/arm64=dist/tether-shim-linux-arm64")
+		return fmt.Errorf("want [NAME:]PLATFORM=PATH, e.g. linux/arm64=dist/tether-shim-linux-arm64")
 	}
-	platform, err := ociimage.ParsePlatform(p)
+	name, plat, named := strings.Cut(p, ":")
+	if !named {
+		name, plat = "", p
+	}
+	platform, err := ociimage.ParsePlatform(plat)
 	if err != nil {
 		return err
 	}
-	*b = append(*b, binary{platform, path})
+	*b = append(*b, binary{name, platform, path})
 	return nil
 }
 
@@ -69,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	created := fs.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "creation time in Unix seconds (default $SOURCE_DATE_EPOCH, else 0)")
 	out := fs.String("out", "", "archive to write (required)")
 	var bins binaries
-	fs.Var(&bins, "binary", "PLATFORM=PATH: the static binary for one platform (repeat per platform)")
+	fs.Var(&bins, "binary", "PLATFORM=PATH: the static binary for one platform (repeat per platform); NAME:PLATFORM=PATH: a binary the image carries beside it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ociimage --image NAME --tag TAG --binary linux/amd64=PATH [--binary linux/arm64=PATH] --out FILE")
 		fs.PrintDefaults()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,6 +67,40 @@ func TestWritesTheImage(t *testing.T) {
 	}
 }
 
+// The tether image carries tether-pool and tether-stage beside tether, on
+// every platform.
+func TestTetherImageCarriesItsCompanions(t *testing.T) {
+	amd, arm := staticBinary(t, "amd64"), staticBinary(t, "arm64")
+	out := filepath.Join(t.TempDir(), "img.tar")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--image", "tether", "--tag", "v1.0.0", "--binary", "linux/amd64=" + amd, "--binary", "linux/arm64=" + arm,
+		"--binary", "tether-pool:linux/amd64=" + amd, "--binary", "tether-pool:linux/arm64=" + arm,
+		"--binary", "tether-stage:linux/amd64=" + amd, "--binary", "tether-stage:linux/arm64=" + arm, "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := ociimage.ReadArchive(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, imgs, err := a.Images(contract.CLIImageRepository + ":v1.0.0")
+	if err != nil || len(imgs) != 2 {
+		t.Fatalf("%v, %d platforms", err, len(imgs))
+	}
+	for _, img := range imgs {
+		stage, ok := img.Files["/tether-stage"]
+		pool, okPool := img.Files["/tether-pool"]
+		if _, own := img.Files["/tether"]; !own || !ok || !okPool || stage.Mode != 0o755 || pool.Mode != 0o755 || len(img.Files) != 3 {
+			t.Errorf("%s: files %v; want /tether, /tether-pool and /tether-stage (0755)", img.Platform, slices.Collect(maps.Keys(img.Files)))
+		}
+	}
+}
+
 // Bad input fails with exit 2 (usage) or 1 and names the flag.
 func TestBadInputNamesTheFlag(t *testing.T) {
 	static := staticBinary(t, runtime.GOARCH)
@@ -90,7 +125,9 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 		"dynamic binary":   {[]string{"--image", "tether", "--tag", "v1", "--out", out, "--binary", "linux/" + runtime.GOARCH + "=/bin/sh"}, 1, "CGO_ENABLED=0"},
 		"extra argument":   {append([]string{"--image", "tether", "extra"}, ok...), 2, "extra"},
 		"same platform x2": {append([]string{"--image", "tether-shim", "--binary", "linux/" + runtime.GOARCH + "=" + static}, ok...), 1, "twice"},
-		"no companion":     {[]string{"--image", "tether", "--tag", "v1", "--out", out, "--binary", "linux/" + runtime.GOARCH + "=" + static}, 1, `must start with "tether"`},
+		"no tether-pool":   {append([]string{"--image", "tether"}, ok...), 1, "--binary tether-pool:linux/" + runtime.GOARCH + "=PATH is required"},
+		"no tether-stage":  {append([]string{"--image", "tether", "--binary", "tether-pool:linux/" + runtime.GOARCH + "=" + static}, ok...), 1, "--binary tether-stage:linux/" + runtime.GOARCH + "=PATH is required"},
+		"not carried":      {append([]string{"--image", "tether-shim", "--binary", "tether-stage:linux/" + runtime.GOARCH + "=" + static}, ok...), 1, "carries no tether-stage"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -102,54 +139,5 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 				t.Errorf("a failed run left %s behind", out)
 			}
 		})
-	}
-}
-
-// The tether image holds tether-pool beside tether, read from beside each
-// --binary file; a missing one fails naming it.
-func TestTetherImageCarriesTetherPool(t *testing.T) {
-	prog, err := os.ReadFile(staticBinary(t, runtime.GOARCH))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tether := filepath.Join(dir, "tether-v1-linux-"+runtime.GOARCH)
-	if err := os.WriteFile(tether, prog, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "img.tar")
-	args := []string{"--image", "tether", "--tag", "v1", "--out", out, "--binary", "linux/" + runtime.GOARCH + "=" + tether}
-	var stdout, stderr bytes.Buffer
-	if code := run(args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "companion tether-pool") {
-		t.Fatalf("without tether-pool: exit %d, stderr %q", code, stderr.String())
-	}
-	pool := append([]byte{}, prog...)
-	if err := os.WriteFile(filepath.Join(dir, "tether-pool-v1-linux-"+runtime.GOARCH), pool, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	stderr.Reset()
-	if code := run(args, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	a, err := ociimage.ReadArchive(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, imgs, err := a.Images(contract.CLIImageRepository + ":v1")
-	if err != nil || len(imgs) != 1 {
-		t.Fatalf("images %v: %v", imgs, err)
-	}
-	for _, name := range []string{"/tether", "/tether-pool"} {
-		if f, ok := imgs[0].Files[name]; !ok || !bytes.Equal(f.Data, prog) || f.Mode != 0o755 {
-			t.Errorf("%s: present %v, mode %v", name, ok, f.Mode)
-		}
-	}
-	if len(imgs[0].Files) != 2 || !slices.Equal(imgs[0].Config.Config.Entrypoint, []string{"/tether"}) {
-		t.Errorf("files %d, entrypoint %v", len(imgs[0].Files), imgs[0].Config.Config.Entrypoint)
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/tether-ci/tether/internal/contract"
@@ -19,17 +17,15 @@ const source = "https://github.com/tether-ci/tether"
 // nonRoot is the user the images run as (the distroless "nonroot" uid).
 const nonRoot = "65532:65532"
 
-// recipe is one of the project's images: a static binary at /NAME, the
-// entrypoint, and the static binaries it runs beside it.
+// recipe is one of the project's images: a single static binary at /NAME.
 type recipe struct {
-	repository  string
-	binary      string // file name inside the image: /binary
+	repository string
+	binary     string // file name inside the image: /binary
+	// beside are the binaries the image carries beside its own, each at
+	// /NAME (given as --binary NAME:PLATFORM=PATH for every platform).
+	beside      []string
 	description string
 	cmd         []string
-	// companions are binaries the entrypoint runs from beside itself, each
-	// at /NAME; each is read from the entrypoint's --binary path with its
-	// name's leading binary replaced (companionPath).
-	companions []string
 }
 
 // recipes are the images ociimage writes, by --image name.
@@ -39,9 +35,8 @@ var recipes = map[string]recipe{
 		description: "tether-shim alone: every Tether job pod's init container copies it into the build container",
 	},
 	"tether": {
-		repository: contract.CLIImageRepository, binary: "tether", cmd: []string{"--help"},
-		description: "the tether CLI (runs `tether gc` in the cleaner's CronJob) and tether-pool (`tether pool serve` in the pools' controller's Deployment)",
-		companions:  []string{"tether-pool"},
+		repository: contract.CLIImageRepository, binary: "tether", beside: []string{"tether-pool", "tether-stage"}, cmd: []string{"--help"},
+		description: "the tether CLI (runs `tether gc` in the cleaner's CronJob), with the pools' controller tether-pool and GitLab's run_exec tether-stage beside it",
 	},
 }
 
@@ -63,7 +58,11 @@ func (r recipe) index(ref, version, revision string, created time.Time, bins []b
 		labels["org.opencontainers.image.revision"] = revision
 	}
 	x := ociimage.Index{Name: ref, Created: created, Annotations: labels}
-	for _, b := range bins {
+	own, beside, err := r.split(bins)
+	if err != nil {
+		return x, err
+	}
+	for _, b := range own {
 		if b.platform.OS != "linux" {
 			return x, fmt.Errorf("--binary %s: images are for linux only", b.platform)
 		}
@@ -75,19 +74,12 @@ func (r recipe) index(ref, version, revision string, created time.Time, bins []b
 			return x, fmt.Errorf("--binary %s=%s: %w", b.platform, b.path, err)
 		}
 		files := []ociimage.File{{Path: "/" + r.binary, Mode: 0o755, Data: data}}
-		for _, c := range r.companions {
-			path, err := companionPath(b.path, r.binary, c)
+		for _, name := range r.beside {
+			f, err := besideFile(name, b.platform, beside)
 			if err != nil {
-				return x, fmt.Errorf("--binary %s=%s: %w", b.platform, b.path, err)
+				return x, err
 			}
-			cdata, err := os.ReadFile(path)
-			if err != nil {
-				return x, fmt.Errorf("--binary %s=%s: its companion %s: %w", b.platform, b.path, c, err)
-			}
-			if err := ociimage.CheckStaticELF(cdata, b.platform.Architecture); err != nil {
-				return x, fmt.Errorf("--binary %s=%s: its companion %s: %w", b.platform, b.path, path, err)
-			}
-			files = append(files, ociimage.File{Path: "/" + c, Mode: 0o755, Data: cdata})
+			files = append(files, f)
 		}
 		x.Images = append(x.Images, ociimage.Image{
 			Platform: b.platform,
@@ -103,15 +95,35 @@ func (r recipe) index(ref, version, revision string, created time.Time, bins []b
 	return x, nil
 }
 
-// companionPath is where the companion binary of an image's binary is
-// found: beside it, named as it is with its leading name replaced
-// (bin/linux-amd64/tether → bin/linux-amd64/tether-pool,
-// dist/tether-v1.2.3-linux-amd64 → dist/tether-pool-v1.2.3-linux-amd64).
-func companionPath(path, binary, companion string) (string, error) {
-	dir, base := filepath.Split(path)
-	rest, ok := strings.CutPrefix(base, binary)
-	if !ok {
-		return "", fmt.Errorf("the file's name must start with %q, so that %s is found beside it (as %s…)", binary, companion, companion)
+// split separates the image's own binaries from those it carries beside
+// them (by name and platform), refusing a name the image does not carry.
+func (r recipe) split(bins []binary) (own []binary, beside map[string]binary, err error) {
+	beside = map[string]binary{}
+	for _, b := range bins {
+		switch {
+		case b.name == "" || b.name == r.binary:
+			own = append(own, b)
+		case slices.Contains(r.beside, b.name):
+			beside[b.name+" "+b.platform.String()] = b
+		default:
+			return nil, nil, fmt.Errorf("--binary %s:%s=%s: the %s image carries no %s", b.name, b.platform, b.path, r.binary, b.name)
+		}
 	}
-	return filepath.Join(dir, companion+rest), nil
+	return own, beside, nil
+}
+
+// besideFile is the binary name for platform p, from --binary NAME:P=PATH.
+func besideFile(name string, p ociimage.Platform, beside map[string]binary) (ociimage.File, error) {
+	b, ok := beside[name+" "+p.String()]
+	if !ok {
+		return ociimage.File{}, fmt.Errorf("--binary %s:%s=PATH is required: the image carries %s beside its own binary", name, p, name)
+	}
+	data, err := os.ReadFile(b.path)
+	if err != nil {
+		return ociimage.File{}, fmt.Errorf("--binary %s:%s=%s: %w", name, p, b.path, err)
+	}
+	if err := ociimage.CheckStaticELF(data, p.Architecture); err != nil {
+		return ociimage.File{}, fmt.Errorf("--binary %s:%s=%s: %w", name, p, b.path, err)
+	}
+	return ociimage.File{Path: "/" + name, Mode: 0o755, Data: data}, nil
 }

@@ -24,6 +24,10 @@ const (
 	// CancelledVar names the signal ("SIGTERM") the stage process received
 	// before it fell back: the stage is cancelled at once.
 	CancelledVar = "TETHER_GITLAB_CANCELLED"
+	// FallbackVar is set ("1") for every `tether gitlab run` a stage
+	// process falls back to: a run without it is the runner's run_exec
+	// itself, whose job needs no agent.
+	FallbackVar = "TETHER_GITLAB_FALLBACK"
 )
 
 // connectTimeout bounds the connection to the agent's socket.
@@ -146,7 +150,7 @@ func (p *Process) connect() (net.Conn, error) {
 // the agent never began it (started nil), else resuming the agent's job
 // after the written bytes of stdout.
 func (p *Process) fallback(started *Started, cancelled string, written int64) int {
-	env := append([]string(nil), p.Environ...)
+	env := append(append([]string(nil), p.Environ...), FallbackVar+"=1")
 	if started != nil {
 		env = append(env, fmt.Sprintf("%s=%s %d %d", ResumeVar, started.Job, started.From, written))
 	}

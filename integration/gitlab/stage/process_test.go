@@ -96,7 +96,9 @@ func TestProcessFallback(t *testing.T) {
 			if code != 42 || !strings.Contains(stderr.String(), "could not run `tether gitlab run`") {
 				t.Fatalf("exit %d, stderr %q; want the system failure", code, stderr.String())
 			}
-			want := append(append([]string{}, env...), tc.want...)
+			// Every fallback says it is one: `tether gitlab run` then keeps
+			// the job's agent.
+			want := append(append(append([]string{}, env...), FallbackVar+"=1"), tc.want...)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("fallback environment %q, want %q", got, want)
 			}
