@@ -204,6 +204,9 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (clai
 			p := &Pod{Client: cs, Namespace: got.Namespace, Name: got.Name, uid: got.UID,
 				Container: BuildContainer, Job: job, Logger: req.Logger, job: s.JobID, attaching: pending}
 			p.started.Store(true)
+			if pending != nil {
+				pd.releaseAfter(pending.done) // unless its attach took it
+			}
 			switch {
 			case s.NoDisruptionProtection:
 			case req.Connect != nil:

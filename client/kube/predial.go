@@ -108,11 +108,18 @@ func (p *predial) take(ctx context.Context, network, addr string, withTLS bool) 
 
 // release closes the connection unless an attach took it (now or once
 // its dial finished).
-func (p *predial) release() {
+func (p *predial) release() { p.releaseAfter(nil) }
+
+// releaseAfter is release once attached is closed (the attach that could
+// take the connection returned): nil, at once.
+func (p *predial) releaseAfter(attached <-chan struct{}) {
 	if p == nil {
 		return
 	}
 	go func() {
+		if attached != nil {
+			<-attached
+		}
 		<-p.done
 		p.mu.Lock()
 		defer p.mu.Unlock()
