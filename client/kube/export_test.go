@@ -21,3 +21,6 @@ func UsePredial(t *Transport, p *predial) { t.predialed = p }
 
 // ReleasePredial is p.release, for the external tests.
 func ReleasePredial(p *predial) { p.release() }
+
+// ReleasePredialAfter is p.releaseAfter, for the external tests.
+func ReleasePredialAfter(p *predial, attached <-chan struct{}) { p.releaseAfter(attached) }

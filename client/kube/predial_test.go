@@ -89,3 +89,36 @@ func TestPredialCarriesTheAttach(t *testing.T) {
 		}
 	})
 }
+
+// TestPredialReleaseWaitsForTheAttach: a claimed pod's pre-dialed
+// connection is closed only once the attach that could take it returned.
+func TestPredialReleaseWaitsForTheAttach(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, c)
+		close(closed)
+	}()
+	pd := kube.StartPredial(context.Background(), &rest.Config{Host: "http://" + ln.Addr().String()})
+	attached := make(chan struct{})
+	kube.ReleasePredialAfter(pd, attached)
+	select {
+	case <-closed:
+		t.Fatal("closed before the attach returned")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(attached)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not closed after the attach returned without it")
+	}
+}
