@@ -231,6 +231,10 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 			if end.err != nil && !end.fatal {
 				end.err = c.why(end.err) // the session's own reason, if it closed the connection
 			}
+			if s.keep(c, end) {
+				end.synced = true
+				return end
+			}
 			c.closeWith(errors.New("connection finished"))
 			close(c.stop)
 			<-c.writerDone
@@ -268,6 +272,24 @@ func (s *session) serve(ctx context.Context, conn Conn) serveEnd {
 			c.closeWith(fmt.Errorf("no final record within %s of the exit command", exitWait))
 		}
 	}
+}
+
+// keep hands the connection to Options.KeepConn when the session ends
+// with its job's record on it, still open: the writer is stopped first
+// (a command it was writing goes out whole), so the session holds no part
+// of it any more. It reports whether it did.
+func (s *session) keep(c *connState, end serveEnd) bool {
+	if s.opts.KeepConn == nil || end.err != nil || !s.st.jobDone || s.st.exitShim || c.why(nil) != nil {
+		return false
+	}
+	close(c.stop)
+	<-c.writerDone
+	if c.why(nil) != nil {
+		c.closeWith(errors.New("connection finished")) // the writer failed meanwhile
+		return false
+	}
+	s.opts.KeepConn(c.conn)
+	return true
 }
 
 func (s *session) cancelCommand() protocol.Command {

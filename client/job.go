@@ -180,6 +180,19 @@ type Options struct {
 	// ExitShim makes the session send the exit command once the job's result
 	// arrived, and wait briefly for the shim's final record.
 	ExitShim bool
+	// KeepConn, when set, receives the session's connection when Run ends
+	// with its job's record (and not ExitShim), instead of the session
+	// closing it: synced to the shim, with no read or write of the session
+	// in flight, it is ready at once for the caller's next job on the same
+	// shim (a Transport whose first Connect returns it; that session
+	// resumes by offset and drops what came before its resume answer, so
+	// the records after this job's are no loss). An attach opened for the
+	// next job instead is slower to use: the API server connects it to the
+	// container runtime only after it answered the upgrade. The receiver
+	// owns the connection: it reads it (the shim waits while its stdout is
+	// not read) or closes it. A session that ends any other way closes its
+	// connection as before. Called before Run returns.
+	KeepConn func(Conn)
 }
 
 // Defaults of Options.

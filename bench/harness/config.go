@@ -39,7 +39,7 @@ type config struct {
 
 // sectionNames returns the sections the harness knows, in run order.
 func sectionNames() []string {
-	return []string{"cli", "relay", "latency", "overhead", "memory", "node", "gitlab", "pool", "actions", "actions-prepare"}
+	return []string{"cli", "relay", "latency", "overhead", "memory", "node", "gitlab", "pool", "jobpath", "actions", "actions-prepare"}
 }
 
 func (c *config) enabled(section string) bool { return len(c.only) == 0 || c.only[section] }

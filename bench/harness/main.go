@@ -15,7 +15,7 @@
 //	BENCH_OVERHEAD_ROUNDS rounds of the overhead section, variants interleaved (default 7)
 //	BENCH_NODE_JOBS    concurrent jobs on the real node    (default 100)
 //	BENCH_SHELL        shell for scripts and baselines     (default /bin/sh)
-//	BENCH_ONLY         comma list of sections to run: cli,relay,latency,overhead,memory,node,gitlab,pool,actions,actions-prepare (default all)
+//	BENCH_ONLY         comma list of sections to run: cli,relay,latency,overhead,memory,node,gitlab,pool,jobpath,actions,actions-prepare (default all)
 //	BENCH_RELAY_PATHS  comma list of relay paths besides the cat baseline: tether,tether-memory,gitlab (default all)
 //	BENCH_OUT          results file                        (default bench/results.md; "-" for none)
 //	BENCH_GOBENCH      file with `go test -bench` output to include in the results

@@ -26,6 +26,7 @@ func sectionFuncs() map[string]sectionFunc {
 		"node":            nodeSection,
 		"gitlab":          gitlabSection,
 		"pool":            poolSection,
+		"jobpath":         jobPathSection,
 		"actions":         actionsSection,
 		"actions-prepare": actionsPrepareSection,
 	}

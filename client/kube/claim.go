@@ -120,7 +120,7 @@ func (e *MissError) Unwrap() []error { return []error{ErrNoWarmPod, e.Err} }
 // the job's namespace (MissEvent; best effort, needs create on events),
 // which `tether pool status` and the pools' controller count. A spec Build would refuse is an
 // error that does not wrap ErrNoWarmPod.
-func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod, error) {
+func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (claimed *Pod, err error) {
 	log := req.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -135,8 +135,17 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 	if err != nil {
 		return nil, err
 	}
-	// The list goes out first; the hash (a Build of the pod) and the job
-	// are made while it is under way.
+	// The list goes out first; the hash (a Build of the pod), the job and
+	// the attach's connection (predial.go) are made while it is under way.
+	var pd *predial
+	if req.Connect != nil {
+		pd = startPredial(ctx, req.Connect.Config)
+		defer func() {
+			if claimed == nil {
+				pd.release()
+			}
+		}()
+	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	listed := make(chan idleList, 1)
@@ -187,7 +196,7 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 	for _, pod := range candidates {
 		up := claimedPod(pod, s, req.Owner, time.Now())
-		pending := req.attach(ctx, cs, pod)
+		pending := req.attach(ctx, cs, pod, pd)
 		got, err := cs.CoreV1().Pods(pod.Namespace).Update(ctx, up, metav1.UpdateOptions{})
 		switch {
 		case err == nil:
@@ -195,6 +204,9 @@ func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (*Pod
 			p := &Pod{Client: cs, Namespace: got.Namespace, Name: got.Name, uid: got.UID,
 				Container: BuildContainer, Job: job, Logger: req.Logger, job: s.JobID, attaching: pending}
 			p.started.Store(true)
+			if pending != nil {
+				pd.releaseAfter(pending.done) // unless its attach took it
+			}
 			switch {
 			case s.NoDisruptionProtection:
 			case req.Connect != nil:
@@ -224,12 +236,12 @@ type idleList struct {
 
 // attach opens the attach session to pod for req.Connect in the
 // background; nil without req.Connect.
-func (req *ClaimRequest) attach(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) *pendingAttach {
+func (req *ClaimRequest) attach(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, pd *predial) *pendingAttach {
 	if req.Connect == nil {
 		return nil
 	}
 	t := &Transport{Config: req.Connect.Config, Client: cs, Namespace: pod.Namespace, Pod: pod.Name,
-		Container: BuildContainer, Options: req.Connect.Options}
+		Container: BuildContainer, Options: req.Connect.Options, predialed: pd}
 	return startAttach(ctx, t, cs)
 }
 

@@ -116,6 +116,9 @@ type Transport struct {
 	// pending is the attach session Claim opened while it claimed the pod
 	// (Pod.Transport): the first Connect takes it.
 	pending atomic.Pointer[pendingAttach]
+	// predialed is the connection Claim dialed for the first WebSocket
+	// attach before it knew the pod (nil: none).
+	predialed *predial
 }
 
 var (
@@ -199,7 +202,7 @@ func (t *Transport) attach(ctx context.Context, cs kubernetes.Interface) (client
 	log := t.logger().With("pod", t.Namespace+"/"+t.Pod)
 	switch t.Options.Protocol {
 	case ProtocolWebSocket, ProtocolAuto:
-		c, err := dialWebSocket(ctx, t.Config, t.attachURL(cs), timeout, log)
+		c, err := dialWebSocket(ctx, t.Config, t.attachURL(cs), timeout, log, t.predialed)
 		if err == nil {
 			return c, nil
 		}

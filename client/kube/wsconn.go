@@ -73,7 +73,10 @@ type wsConn struct {
 // an httpstream.UpgradeFailureError when the server refuses the upgrade or
 // the subprotocol (try SPDY then), the proxy's error when the dialer
 // cannot use it.
-func dialWebSocket(ctx context.Context, cfg *rest.Config, u *url.URL, timeout time.Duration, log *slog.Logger) (*wsConn, error) {
+//
+// pd, when set, is a connection dialed before (Claim's): the upgrade goes
+// over it when it is to the same server.
+func dialWebSocket(ctx context.Context, cfg *rest.Config, u *url.URL, timeout time.Duration, log *slog.Logger, pd *predial) (*wsConn, error) {
 	tcfg, err := cfg.TransportConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kube transport: WebSocket configuration: %w", err)
@@ -95,6 +98,9 @@ func dialWebSocket(ctx context.Context, cfg *rest.Config, u *url.URL, timeout ti
 		WriteBufferPool:  noBufferPool{},
 		Subprotocols:     []string{wsProtocolV5},
 	}}
+	if pd != nil {
+		usePredial(&d.dialer, pd, wsTLSConfig(tlsConfig, u))
+	}
 	// The wrappers add what cfg says about credentials (bearer tokens,
 	// exec plugins, basic auth, impersonation, the user agent) to the
 	// upgrade request, as for every other request.
