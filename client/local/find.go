@@ -3,9 +3,9 @@ package local
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
+
+	"github.com/tether-ci/tether/internal/sibling"
 )
 
 // ShimName is the shim binary's file name.
@@ -22,13 +22,7 @@ func FindShim(explicit string) (string, error) {
 		}
 		return p, nil
 	}
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), ShimName)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath(ShimName)
+	p, err := sibling.Find(ShimName)
 	if err == nil {
 		return p, nil
 	}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
+
+	"github.com/tether-ci/tether/internal/sibling"
 )
 
 // poolProgram is the program that `tether pool serve` and `tether pool
@@ -32,18 +32,9 @@ func execPool(args []string, stderr io.Writer) int {
 }
 
 // findPoolProgram returns tether-pool's path: beside the running tether
-// (its real path, so a kubectl-tether link finds it too), else on $PATH.
+// (or its real path, so a kubectl-tether link finds it too), else on $PATH.
 func findPoolProgram() (string, error) {
-	if exe, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
-		}
-		p := filepath.Join(filepath.Dir(exe), poolProgram)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath(poolProgram)
+	p, err := sibling.Find(poolProgram)
 	if err != nil {
 		return "", fmt.Errorf("%s (the pools' controller) is neither beside tether nor on $PATH: install it beside tether (make install and the release archives ship both): %w", poolProgram, err)
 	}

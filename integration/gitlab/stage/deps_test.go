@@ -8,8 +8,9 @@ import (
 
 // tether-stage starts in about a millisecond because this package, and
 // the command over it, use the standard library alone: no Kubernetes
-// client, no package of the project's own but this one (and, for the
-// command, the build's version, itself the standard library's alone).
+// client, no package of the project's own but this one, internal/sibling
+// (finding tether beside it) and, for the command, the build's version,
+// both themselves the standard library's alone.
 func TestStageUsesTheStandardLibraryAlone(t *testing.T) {
 	for _, pkg := range []string{".", "../../../cmd/tether-stage"} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).CombinedOutput()
@@ -18,7 +19,7 @@ func TestStageUsesTheStandardLibraryAlone(t *testing.T) {
 		}
 		for _, dep := range strings.Fields(string(out)) {
 			switch dep {
-			case "github.com/tether-ci/tether/integration/gitlab/stage", "github.com/tether-ci/tether/cmd/tether-stage", "github.com/tether-ci/tether/internal/version":
+			case "github.com/tether-ci/tether/integration/gitlab/stage", "github.com/tether-ci/tether/cmd/tether-stage", "github.com/tether-ci/tether/internal/version", "github.com/tether-ci/tether/internal/sibling":
 			default:
 				t.Errorf("%s depends on %s: the stage process must use the standard library alone", pkg, dep)
 			}

@@ -2,7 +2,6 @@ package stage
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tether-ci/tether/internal/sibling"
 )
 
 // Environment variables a stage process hands `tether gitlab run` when it
@@ -182,22 +183,11 @@ func ExecTether(args []string) func(env []string) error {
 
 // findTether is the tether binary beside the running one, else on PATH.
 func findTether() (string, error) {
-	if self, err := os.Executable(); err == nil {
-		bin := filepath.Join(filepath.Dir(self), "tether")
-		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return bin, nil
-		}
+	bin, err := sibling.Find("tether")
+	if err != nil {
+		return "", fmt.Errorf("no tether binary beside tether-stage nor on PATH: install both side by side (%w)", err)
 	}
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if dir == "" {
-			dir = "."
-		}
-		bin := filepath.Join(dir, "tether")
-		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return bin, nil
-		}
-	}
-	return "", errors.New("no tether binary beside tether-stage nor on PATH: install both side by side")
+	return bin, nil
 }
 
 // signalName is "SIGTERM" for SIGTERM, as `tether` names signals.
