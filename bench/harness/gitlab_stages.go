@@ -144,7 +144,7 @@ func (j *gitlabJob) agentWork(name, body string) (time.Duration, error) {
 	}
 	defer c.Close()
 	start := time.Now()
-	if err := stage.WriteJSON(c, stage.FrameRequest, stage.Request{Args: []string{script, name}, Env: j.env, Dir: j.dir}); err != nil {
+	if err := stage.WriteEncoded(c, stage.FrameRequest, stage.Request{Args: []string{script, name}, Env: j.env, Dir: j.dir}); err != nil {
 		return 0, err
 	}
 	for {

@@ -14,7 +14,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == "--version" {
-		fmt.Println("tether-stage", version.Get())
+		_, _ = os.Stdout.WriteString("tether-stage " + version.Get() + "\n")
 		return
 	}
 	sigs := make(chan os.Signal, 2)

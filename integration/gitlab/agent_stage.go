@@ -2,7 +2,6 @@ package gitlab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -42,7 +41,7 @@ func (a *agent) serve(ctx context.Context, c *net.UnixConn) {
 		_ = stage.WriteFrame(c, stage.FrameExit, []byte("0"))
 	case stage.FrameRequest:
 		var req stage.Request
-		if err := json.Unmarshal(payload, &req); err != nil {
+		if err := req.UnmarshalBinary(payload); err != nil {
 			_ = stage.WriteFrame(c, stage.FrameDecline, []byte("bad request: "+err.Error()))
 			return
 		}
@@ -86,7 +85,7 @@ func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request) {
 	}
 	cfg.kube, cfg.spares = a.kube, a.spares
 	cfg.stageStarted = func(job string, from int64) {
-		_ = stage.WriteJSON(c, stage.FrameStarted, stage.Started{Job: job, From: from})
+		_ = stage.WriteEncoded(c, stage.FrameStarted, stage.Started{Job: job, From: from})
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

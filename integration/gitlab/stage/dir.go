@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -27,7 +28,7 @@ func Dir(getenv func(string) string) (string, error) {
 	if runner == "" {
 		runner = "0"
 	}
-	name := fmt.Sprintf("tether-gitlab-%d-r%s-j%s", os.Getuid(), clean(runner), clean(job))
+	name := "tether-gitlab-" + strconv.Itoa(os.Getuid()) + "-r" + clean(runner) + "-j" + clean(job)
 	tmp := getenv("TMPDIR")
 	if tmp == "" {
 		tmp = "/tmp"

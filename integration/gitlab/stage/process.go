@@ -1,14 +1,13 @@
 package stage
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,78 +64,116 @@ func (p *Process) getenv(key string) string {
 }
 
 // Run runs the stage and returns its exit code.
+//
+// It reads the agent's frames on the calling goroutine with blocking
+// system calls on the socket (no poller, no goroutine hand-off per
+// frame): a stage process's time is mostly its start, and every thread,
+// page and wake-up it spares counts. One goroutine waits for Signals: the
+// first sends the agent a cancel frame, the second shuts the socket down,
+// which ends the read, and Run returns 128+N.
 func (p *Process) Run() int {
 	conn, err := p.connect()
 	if err != nil {
 		return p.fallback(nil, "", 0)
 	}
 	defer conn.Close()
-	if err := WriteJSON(conn, FrameRequest, Request{Args: p.Args, Env: p.Environ, Dir: p.Dir}); err != nil {
+	if err := WriteEncoded(conn, FrameRequest, Request{Args: p.Args, Env: p.Environ, Dir: p.Dir}); err != nil {
 		return p.fallback(nil, "", 0)
 	}
-	frames := make(chan frame)
-	go func() {
-		for {
-			typ, b, err := ReadFrame(conn)
-			frames <- frame{typ, b, err}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	sig := &signalState{}
+	stop := make(chan struct{})
+	defer close(stop)
+	go sig.watch(p.Signals, stop, conn, p.Stderr)
 	var started *Started
 	var written int64
-	var cancelled string
 	for {
-		select {
-		case sig := <-p.Signals:
-			name := signalName(sig)
-			if cancelled != "" {
-				fmt.Fprintf(p.Stderr, "tether: %s again: exiting now\n", name)
-				return 128 + signalNumber(sig)
+		typ, payload, err := ReadFrame(conn)
+		if code, now := sig.exitNow(); now {
+			return code
+		}
+		if err != nil {
+			// The agent is gone before the stage ended.
+			return p.fallback(started, sig.name(), written)
+		}
+		switch typ {
+		case FrameStdout:
+			n, _ := p.Stdout.Write(payload)
+			written += int64(n)
+		case FrameStderr:
+			_, _ = p.Stderr.Write(payload)
+		case FrameStarted:
+			var s Started
+			if s.UnmarshalBinary(payload) == nil && s.Job != "" {
+				started = &s
 			}
-			cancelled = name
-			fmt.Fprintf(p.Stderr, "tether: %s: cancelling the job (signal again to exit at once)\n", name)
-			_ = WriteFrame(conn, FrameCancel, []byte(name))
-		case f := <-frames:
-			if f.err != nil {
-				// The agent is gone before the stage ended.
-				return p.fallback(started, cancelled, written)
+		case FrameDecline:
+			if started == nil && written == 0 {
+				return p.fallback(nil, sig.name(), 0)
 			}
-			switch f.typ {
-			case FrameStdout:
-				n, _ := p.Stdout.Write(f.payload)
-				written += int64(n)
-			case FrameStderr:
-				_, _ = p.Stderr.Write(f.payload)
-			case FrameStarted:
-				var s Started
-				if json.Unmarshal(f.payload, &s) == nil && s.Job != "" {
-					started = &s
-				}
-			case FrameDecline:
-				if started == nil && written == 0 {
-					return p.fallback(nil, cancelled, 0)
-				}
-			case FrameExit:
-				code, err := strconv.Atoi(string(f.payload))
-				if err != nil {
-					return p.fallback(started, cancelled, written)
-				}
-				return code
+		case FrameExit:
+			code, err := strconv.Atoi(string(payload))
+			if err != nil {
+				return p.fallback(started, sig.name(), written)
 			}
+			return code
 		}
 	}
 }
 
-type frame struct {
-	typ     byte
-	payload []byte
-	err     error
+// signalState is what the runner's signals did to a running stage: the
+// first one's name (the stage was cancelled), and the exit code once a
+// second one came.
+type signalState struct {
+	mu        sync.Mutex
+	cancelled string
+	code      int
+}
+
+// watch handles sigs until stop closes: the first signal cancels the
+// stage over conn, the second shuts conn down for Run to return.
+func (s *signalState) watch(sigs <-chan os.Signal, stop <-chan struct{}, conn *sock, stderr io.Writer) {
+	for {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-stop:
+			return
+		}
+		name := signalName(sig)
+		s.mu.Lock()
+		first := s.cancelled == ""
+		if first {
+			s.cancelled = name
+		} else {
+			s.code = 128 + signalNumber(sig)
+		}
+		s.mu.Unlock()
+		if !first {
+			_, _ = io.WriteString(stderr, "tether: "+name+" again: exiting now\n")
+			conn.shutdown()
+			return
+		}
+		_, _ = io.WriteString(stderr, "tether: "+name+": cancelling the job (signal again to exit at once)\n")
+		_ = WriteFrame(conn, FrameCancel, []byte(name))
+	}
+}
+
+// name is the first signal's name, "" before one came.
+func (s *signalState) name() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancelled
+}
+
+// exitNow is the exit code once a second signal came.
+func (s *signalState) exitNow() (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.code, s.code != 0
 }
 
 // connect reaches the job's agent, when its directory is private.
-func (p *Process) connect() (net.Conn, error) {
+func (p *Process) connect() (*sock, error) {
 	dir, err := Dir(p.getenv)
 	if err != nil {
 		return nil, err
@@ -144,7 +181,7 @@ func (p *Process) connect() (net.Conn, error) {
 	if err := CheckDir(dir); err != nil {
 		return nil, err
 	}
-	return net.DialTimeout("unix", filepath.Join(dir, SocketName), connectTimeout)
+	return dialUnix(filepath.Join(dir, SocketName), connectTimeout)
 }
 
 // fallback runs the stage with `tether gitlab run`: from its start when

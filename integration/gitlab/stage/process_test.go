@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // fakeAgent listens where the job's agent would and answers each
@@ -64,7 +66,7 @@ func TestProcessFallback(t *testing.T) {
 		{"gone before the job", func(c net.Conn) { _, _, _ = ReadFrame(c) }, false, nil},
 		{"gone mid-stage", func(c net.Conn) {
 			_, _, _ = ReadFrame(c)
-			_ = WriteJSON(c, FrameStarted, Started{Job: "step_script-ab", From: 1234})
+			_ = WriteEncoded(c, FrameStarted, Started{Job: "step_script-ab", From: 1234})
 			_ = WriteFrame(c, FrameStdout, []byte("hello "))
 		}, false, []string{ResumeVar + "=step_script-ab 1234 6"}},
 		{"cancelled, then gone", func(c net.Conn) {
@@ -119,19 +121,91 @@ func (w *firstWrite) Write(p []byte) (int, error) {
 	return w.Buffer.Write(p)
 }
 
-// The agent's frames become the process's output and exit code.
+// The agent gets the process's arguments, environment and directory;
+// its frames become the process's output and exit code.
 func TestProcessRelays(t *testing.T) {
 	env := testEnv(t)
+	got := make(chan Request, 1)
 	fakeAgent(t, env, func(c net.Conn) {
-		_, _, _ = ReadFrame(c)
+		typ, b, err := ReadFrame(c)
+		var req Request
+		if err != nil || typ != FrameRequest || req.UnmarshalBinary(b) != nil {
+			panic("no request frame")
+		}
+		got <- req
 		_ = WriteFrame(c, FrameStdout, []byte("out\x00"))
 		_ = WriteFrame(c, FrameStderr, []byte("err"))
 		_ = WriteFrame(c, FrameExit, []byte("3"))
 	})
 	var stdout, stderr bytes.Buffer
-	p := &Process{Environ: env, Stdout: &stdout, Stderr: &stderr, Signals: make(chan os.Signal),
+	p := &Process{Args: []string{"--config", "c.yaml", "s", "step_script"}, Environ: env, Dir: "/builds/x", Stdout: &stdout, Stderr: &stderr, Signals: make(chan os.Signal),
 		Fallback: func([]string) error { t.Fatal("fell back"); return nil }}
 	if code := p.Run(); code != 3 || stdout.String() != "out\x00" || stderr.String() != "err" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
+	req := <-got
+	if strings.Join(req.Args, " ") != "--config c.yaml s step_script" || strings.Join(req.Env, "\n") != strings.Join(env, "\n") || req.Dir != "/builds/x" {
+		t.Fatalf("the agent got %+v", req)
+	}
+}
+
+// A first signal cancels the stage in band; a second ends the process at
+// once (128+N), while the agent still holds the stage.
+func TestProcessSecondSignal(t *testing.T) {
+	env := testEnv(t)
+	cancelled := make(chan string, 1)
+	fakeAgent(t, env, func(c net.Conn) {
+		_, _, _ = ReadFrame(c)
+		_ = WriteFrame(c, FrameStdout, []byte("x"))
+		typ, p, err := ReadFrame(c)
+		if err == nil && typ == FrameCancel {
+			cancelled <- string(p)
+		}
+		// The stage goes on: the agent never answers.
+		_, _, _ = ReadFrame(c)
+	})
+	sigs := make(chan os.Signal, 2)
+	var stderr syncBuffer
+	stdout := &firstWrite{seen: make(chan struct{})}
+	p := &Process{Environ: env, Stdout: stdout, Stderr: &stderr, Signals: sigs,
+		Fallback: func([]string) error { t.Error("fell back"); return syscall.ENOENT }}
+	go func() {
+		<-stdout.seen
+		sigs <- syscall.SIGTERM
+		if name := <-cancelled; name != "SIGTERM" {
+			t.Errorf("cancel frame %q", name)
+		}
+		sigs <- syscall.SIGINT
+	}()
+	done := make(chan int, 1)
+	go func() { done <- p.Run() }()
+	select {
+	case code := <-done:
+		if code != 128+int(syscall.SIGINT) {
+			t.Fatalf("exit %d, want %d", code, 128+int(syscall.SIGINT))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second signal did not end the process")
+	}
+	if s := stderr.String(); !strings.Contains(s, "SIGTERM: cancelling the job") || !strings.Contains(s, "SIGINT again: exiting now") {
+		t.Fatalf("stderr %q", s)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

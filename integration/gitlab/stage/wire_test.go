@@ -21,7 +21,7 @@ func TestFrames(t *testing.T) {
 	if n, err := (FrameWriter{W: &b, Type: FrameStderr}).Write(big); err != nil || n != len(big) {
 		t.Fatalf("FrameWriter: %d, %v", n, err)
 	}
-	if err := WriteJSON(&b, FrameStarted, Started{Job: "step-1", From: 42}); err != nil {
+	if err := WriteEncoded(&b, FrameStarted, Started{Job: "step-1", From: 42}); err != nil {
 		t.Fatal(err)
 	}
 	typ, p, err := ReadFrame(&b)
@@ -39,8 +39,9 @@ func TestFrames(t *testing.T) {
 	if !bytes.Equal(got, big) {
 		t.Fatal("the large write did not arrive whole")
 	}
-	if typ, p, err := ReadFrame(&b); err != nil || typ != FrameStarted || string(p) != `{"job":"step-1","from":42}` {
-		t.Fatalf("started frame %q %q %v", typ, p, err)
+	var st Started
+	if typ, p, err := ReadFrame(&b); err != nil || typ != FrameStarted || st.UnmarshalBinary(p) != nil || st != (Started{Job: "step-1", From: 42}) {
+		t.Fatalf("started frame %q %q %v: %+v", typ, p, err, st)
 	}
 	if _, _, err := ReadFrame(&b); err != io.EOF {
 		t.Fatalf("at the end: %v, want io.EOF", err)
@@ -50,6 +51,42 @@ func TestFrames(t *testing.T) {
 	}
 	if _, _, err := ReadFrame(strings.NewReader("o\xff\xff\xff\xff")); err == nil {
 		t.Fatal("a frame over the limit was accepted")
+	}
+}
+
+// A Request and a Started come back as they were encoded, any bytes in
+// their strings; a payload cut short, with bytes after it, or with a
+// count over its length is an error.
+func TestEncodings(t *testing.T) {
+	req := Request{Args: []string{"--config", "", "s p\x00c\xff"}, Env: []string{"A=1", "B=\n=é"}, Dir: "/builds/a b"}
+	b, err := req.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Request
+	if err := got.UnmarshalBinary(b); err != nil || strings.Join(got.Args, "|") != strings.Join(req.Args, "|") || strings.Join(got.Env, "|") != strings.Join(req.Env, "|") || got.Dir != req.Dir || len(got.Args) != 3 {
+		t.Fatalf("request %+v, %v; want %+v", got, err, req)
+	}
+	for i := range len(b) {
+		if err := got.UnmarshalBinary(b[:i]); err == nil {
+			t.Fatalf("a request cut to %d of %d bytes decoded", i, len(b))
+		}
+	}
+	if err := got.UnmarshalBinary(append(b, 0)); err == nil {
+		t.Fatal("a request with a trailing byte decoded")
+	}
+	if err := got.UnmarshalBinary([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}); err == nil {
+		t.Fatal("a count over the payload's length decoded")
+	}
+	for _, s := range []Started{{Job: "step_script-1", From: 0}, {Job: "j", From: 1 << 40}} {
+		b, _ := s.AppendBinary(nil)
+		var got Started
+		if err := got.UnmarshalBinary(b); err != nil || got != s {
+			t.Fatalf("started %+v, %v; want %+v", got, err, s)
+		}
+		if err := got.UnmarshalBinary(b[:len(b)-1]); err == nil {
+			t.Fatal("a cut started frame decoded")
+		}
 	}
 }
 
