@@ -120,6 +120,8 @@ type agent struct {
 	log  *slog.Logger
 	// one is held by the stage that runs: a job's stages come one at a time.
 	one sync.Mutex
+	// parsed are the previous stage's settings (guarded by one).
+	parsed *stageSettings
 	// stages counts the connections being served.
 	stages sync.WaitGroup
 	// spares are the attaches kept for the job's next stages.

@@ -68,7 +68,7 @@ func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request) {
 	start := time.Now()
 	env := envOf(req.Env)
 	var cfg Settings
-	pos, err := Parse(&cfg, req.Args, env)
+	pos, err := a.parse(&cfg, req.Args, env)
 	switch {
 	case err != nil:
 		_ = stage.WriteFrame(c, stage.FrameDecline, []byte(err.Error()))
