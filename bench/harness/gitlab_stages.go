@@ -218,7 +218,17 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 	// agent's part of one (the harness as the stage process), one
 	// without it (`tether gitlab run`), and the binary's start.
 	rounds := max(cfg.repeat*5, 15)
-	var agentStages, agentWork, stageStarts, stages, starts, inits durations
+	sdir, err := stubDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(sdir)
+	stub, err := newStubAgent(sdir, j.env, id+1)
+	if err != nil {
+		return err
+	}
+	defer stub.close()
+	var agentStages, agentWork, stageStarts, stubStages, stages, starts, inits durations
 	for range rounds {
 		out, d, err := j.stage(ctx, "step_script", "true", true)
 		if err != nil {
@@ -233,6 +243,10 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 			return err
 		}
 		stageStarts = append(stageStarts, d)
+		if d, err = stub.run(ctx, j.stageBin); err != nil {
+			return err
+		}
+		stubStages = append(stubStages, d)
 		out, d, err = j.stage(ctx, "step_script", "true", false)
 		if err != nil {
 			return fmt.Errorf("trivial stage: %w\n%s", err, tailOf([]byte(out), 600))
@@ -260,6 +274,12 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 		ms(agentStages.median()-agentWork.median()))
 	t.add("of which its process start: `tether-stage --version` start → exit (same binary, no work)",
 		fmt.Sprintf("median %s, p90 %s, min %s", ms(stageStarts.median()), ms(stageStarts.percentile(90)), ms(stageStarts.min())))
+	t.add("`tether-stage` against a stub agent that answers the exit code at once: start, connect, request, relay, exit",
+		fmt.Sprintf("median %s, p90 %s, min %s", ms(stubStages.median()), ms(stubStages.percentile(90)), ms(stubStages.min())))
+	t.add("of which beyond its start: connect, request, relay, exit (medians' difference)",
+		ms(stubStages.median()-stageStarts.median()))
+	t.add("left between the agent's socket and the stage process: accept, request read, exit frame, wake-ups (total − stub stage − agent's part)",
+		ms(agentStages.median()-stubStages.median()-agentWork.median()))
 	t.add(fmt.Sprintf("trivial stage (`true`) without the agent, `tether gitlab run` start → exit, %d stages", rounds),
 		fmt.Sprintf("median %s, p90 %s, min %s", ms(stages.median()), ms(stages.percentile(90)), ms(stages.min())))
 	t.add("of which process start: `tether version` start → exit (same binary, no work)",
@@ -297,7 +317,7 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 	sec.tabs = append(sec.tabs, t)
 	sec.notes = append(sec.notes, "GitLab driver: `tether gitlab` called as GitLab Runner's Custom executor calls it (each stage a new process; runner environment as test/e2e's stand-in sets it; gitlab-helper-image none): prepare (which starts the job's stage agent), run_exec `tether-stage` (through the agent) or `tether gitlab run` (without it), cleanup. "+
 		"The echo job is prepare, prepare_script, get_sources, step_script (`echo hello`), cleanup_file_variables (all four through the agent) and cleanup; its requests are the audit log's entries (one per request) about its pod or the identity's access reviews, in its time windows, by User-Agent, verb and resource. "+
-		"The trivial stages run in the same pod between step_script and cleanup, interleaved: through the agent, the agent's part alone, `tether-stage --version`, without the agent (`tether gitlab run` as tether-stage's fallback runs it, so that the agent stays), `tether version`.")
+		"The trivial stages run in the same pod between step_script and cleanup, interleaved: through the agent, the agent's part alone, `tether-stage --version`, `tether-stage` against a stub agent (the harness, answering exit code 0 at once), without the agent (`tether gitlab run` as tether-stage's fallback runs it, so that the agent stays), `tether version`.")
 	return nil
 }
 

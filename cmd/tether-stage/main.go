@@ -9,7 +9,8 @@
 // version` does) without reaching an agent or `tether`.
 //
 // It is small on purpose (the standard library, the stage package and
-// the build's version): a stage's process starts in about a millisecond.
+// the build's version): a stage's process starts as fast as a Go program
+// can, a hello world's time.
 // See docs/gitlab.md.
 package main
 
