@@ -29,7 +29,6 @@ func main() {
 		return
 	}
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	dir, _ := os.Getwd()
 	p := &stage.Process{
 		Args:     os.Args[1:],
@@ -38,6 +37,7 @@ func main() {
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
 		Signals:  sigs,
+		Listen:   func() { signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM) },
 		Fallback: stage.ExecTether(os.Args[1:]),
 	}
 	os.Exit(p.Run())

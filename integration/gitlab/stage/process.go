@@ -48,6 +48,12 @@ type Process struct {
 	// Signals delivers SIGTERM and SIGINT: the first cancels the stage,
 	// a second ends the process at once (Run returns 128+N).
 	Signals <-chan os.Signal
+	// Listen, when set, starts the delivery of signals to Signals: Run
+	// calls it once the agent has the stage, so that the threads the Go
+	// runtime starts for signals start while the agent works (before,
+	// a signal ends the process, and the agent cancels the stage whose
+	// process is gone).
+	Listen func()
 	// Fallback replaces the process with `tether gitlab run` and the same
 	// arguments, with env as its environment; it returns only on failure.
 	Fallback func(env []string) error
@@ -79,6 +85,9 @@ func (p *Process) Run() int {
 	defer conn.Close()
 	if err := WriteEncoded(conn, FrameRequest, Request{Args: p.Args, Env: p.Environ, Dir: p.Dir}); err != nil {
 		return p.fallback(nil, "", 0)
+	}
+	if p.Listen != nil {
+		p.Listen()
 	}
 	sig := &signalState{}
 	stop := make(chan struct{})

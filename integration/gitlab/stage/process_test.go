@@ -209,3 +209,26 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// The process listens for signals once the agent has the stage, never
+// before it falls back without one (`tether gitlab run`, which it
+// becomes, handles them itself).
+func TestProcessListensOnceTheAgentHasTheStage(t *testing.T) {
+	for _, agent := range []bool{false, true} {
+		env := testEnv(t)
+		if agent {
+			fakeAgent(t, env, func(c net.Conn) {
+				_, _, _ = ReadFrame(c)
+				_ = WriteFrame(c, FrameExit, []byte("0"))
+			})
+		}
+		listened := 0
+		p := &Process{Environ: env, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Signals: make(chan os.Signal),
+			Listen:   func() { listened++ },
+			Fallback: func([]string) error { return syscall.ENOENT }}
+		p.Run()
+		if want := map[bool]int{false: 0, true: 1}[agent]; listened != want {
+			t.Fatalf("with an agent %v: listened %d times, want %d", agent, listened, want)
+		}
+	}
+}
