@@ -141,7 +141,10 @@ func (c *connState) sendLines(lines []byte, kind protocol.CommandKind) {
 	}
 }
 
-// writeLoop writes queued commands to the connection.
+// writeLoop writes queued commands to the connection. Commands queued
+// together (a connection's resume and its job) go out in one write: one
+// message through the API server, the kubelet and the container runtime
+// to the shim, not one each.
 func (c *connState) writeLoop() {
 	defer close(c.writerDone)
 	for {
@@ -149,10 +152,26 @@ func (c *connState) writeLoop() {
 		case <-c.stop:
 			return
 		case m := <-c.sendq:
+			m = c.withQueued(m)
 			if _, err := c.conn.Write(m.line); err != nil {
 				c.closeWith(fmt.Errorf("send %s command: %w", m.kind, err))
 				return
 			}
+		}
+	}
+}
+
+// withQueued appends the commands queued after m to a copy of its line
+// (a queued line may be the session's own, sent again on the next
+// connection).
+func (c *connState) withQueued(m outMsg) outMsg {
+	for {
+		select {
+		case more := <-c.sendq:
+			m.line = append(m.line[:len(m.line):len(m.line)], more.line...)
+			m.kind += "+" + more.kind
+		default:
+			return m
 		}
 	}
 }
