@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -14,8 +15,8 @@ import (
 // Clientset is Interface over client-go's rest client: one rest client
 // per API group, all sharing one http.Client.
 type Clientset struct {
-	core, policy, authorization rest.Interface
-	codecs                      *codecs
+	core, policy, authorization, authentication rest.Interface
+	codecs                                      *codecs
 }
 
 var _ Interface = (*Clientset)(nil)
@@ -46,6 +47,7 @@ func NewForConfigAndClient(config *rest.Config, h *http.Client) (*Clientset, err
 		{&cs.core, corev1.SchemeGroupVersion, "/api"},
 		{&cs.policy, policyv1.SchemeGroupVersion, "/apis"},
 		{&cs.authorization, authorizationv1.SchemeGroupVersion, "/apis"},
+		{&cs.authentication, authenticationv1.SchemeGroupVersion, "/apis"},
 	} {
 		c := *config
 		gv := g.gv
@@ -75,4 +77,9 @@ func (cs *Clientset) PolicyV1() PolicyV1Interface {
 // AuthorizationV1 is the authorization/v1 API group.
 func (cs *Clientset) AuthorizationV1() AuthorizationV1Interface {
 	return authorizationV1{group{cs.authorization, cs.codecs.params}}
+}
+
+// AuthenticationV1 is the authentication/v1 API group.
+func (cs *Clientset) AuthenticationV1() AuthenticationV1Interface {
+	return authenticationV1{group{cs.authentication, cs.codecs.params}}
 }

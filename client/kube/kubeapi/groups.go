@@ -3,6 +3,7 @@ package kubeapi
 import (
 	"context"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -63,7 +64,7 @@ func (p pods) UpdateEphemeralContainers(ctx context.Context, podName string, pod
 }
 
 func (p pods) GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request {
-	return p.request("GET").Name(name).SubResource("log").VersionedParams(opts, p.params)
+	return p.client.Get().Namespace(p.namespace).Name(name).Resource("pods").SubResource("log").VersionedParams(opts, p.params)
 }
 
 type policyV1 struct{ group }
@@ -86,4 +87,12 @@ func (g authorizationV1) SelfSubjectRulesReviews() SelfSubjectRulesReviewInterfa
 	return resourceOf(g.group, "", "selfsubjectrulesreviews",
 		func() *authorizationv1.SelfSubjectRulesReview { return &authorizationv1.SelfSubjectRulesReview{} },
 		func() *authorizationv1.SelfSubjectRulesReview { return nil })
+}
+
+type authenticationV1 struct{ group }
+
+func (g authenticationV1) SelfSubjectReviews() SelfSubjectReviewInterface {
+	return resourceOf(g.group, "", "selfsubjectreviews",
+		func() *authenticationv1.SelfSubjectReview { return &authenticationv1.SelfSubjectReview{} },
+		func() *authenticationv1.SelfSubjectReview { return nil })
 }

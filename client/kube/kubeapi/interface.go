@@ -3,6 +3,7 @@ package kubeapi
 import (
 	"context"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -17,6 +18,7 @@ type Interface interface {
 	CoreV1() CoreV1Interface
 	PolicyV1() PolicyV1Interface
 	AuthorizationV1() AuthorizationV1Interface
+	AuthenticationV1() AuthenticationV1Interface
 }
 
 // CoreV1Interface is the core/v1 API group's part Tether uses.
@@ -71,6 +73,7 @@ type SecretsGetter interface {
 type SecretInterface interface {
 	Create(ctx context.Context, secret *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error)
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
 }
 
@@ -121,4 +124,15 @@ type SelfSubjectAccessReviewInterface interface {
 // namespace.
 type SelfSubjectRulesReviewInterface interface {
 	Create(ctx context.Context, selfSubjectRulesReview *authorizationv1.SelfSubjectRulesReview, opts metav1.CreateOptions) (*authorizationv1.SelfSubjectRulesReview, error)
+}
+
+// AuthenticationV1Interface is the authentication/v1 API group's part
+// Tether uses.
+type AuthenticationV1Interface interface {
+	SelfSubjectReviews() SelfSubjectReviewInterface
+}
+
+// SelfSubjectReviewInterface asks who the client is.
+type SelfSubjectReviewInterface interface {
+	Create(ctx context.Context, selfSubjectReview *authenticationv1.SelfSubjectReview, opts metav1.CreateOptions) (*authenticationv1.SelfSubjectReview, error)
 }

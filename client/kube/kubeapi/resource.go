@@ -28,8 +28,12 @@ type resource[T object, L runtime.Object] struct {
 	newList   func() L
 }
 
+// request starts a request for the resource. Like client-go's generated
+// clients of the built-in types, it asks for protobuf (then JSON) and
+// sends protobuf unless the rest.Config sets a content type.
 func (r *resource[T, L]) request(verb string) *rest.Request {
-	return r.client.Verb(verb).NamespaceIfScoped(r.namespace, r.namespace != "").Resource(r.name)
+	return r.client.Verb(verb).UseProtobufAsDefault().
+		NamespaceIfScoped(r.namespace, r.namespace != "").Resource(r.name)
 }
 
 // Get returns the object called name.

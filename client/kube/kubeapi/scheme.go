@@ -3,6 +3,7 @@ package kubeapi
 import (
 	"sync"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -27,7 +28,7 @@ var sharedCodecs = sync.OnceValue(func() *codecs {
 	// client-go's scheme registers them.
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, policyv1.AddToScheme, authorizationv1.AddToScheme,
+		corev1.AddToScheme, policyv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			// The groups' own registration functions fail only on a

@@ -22,6 +22,8 @@ func (w wrapped) PolicyV1() kubeapi.PolicyV1Interface { return policyV1{w.cs} }
 
 func (w wrapped) AuthorizationV1() kubeapi.AuthorizationV1Interface { return authorizationV1{w.cs} }
 
+func (w wrapped) AuthenticationV1() kubeapi.AuthenticationV1Interface { return authenticationV1{w.cs} }
+
 type coreV1 struct{ cs kubernetes.Interface }
 
 func (c coreV1) RESTClient() rest.Interface { return c.cs.CoreV1().RESTClient() }
@@ -56,4 +58,10 @@ func (a authorizationV1) SelfSubjectAccessReviews() kubeapi.SelfSubjectAccessRev
 
 func (a authorizationV1) SelfSubjectRulesReviews() kubeapi.SelfSubjectRulesReviewInterface {
 	return a.cs.AuthorizationV1().SelfSubjectRulesReviews()
+}
+
+type authenticationV1 struct{ cs kubernetes.Interface }
+
+func (a authenticationV1) SelfSubjectReviews() kubeapi.SelfSubjectReviewInterface {
+	return a.cs.AuthenticationV1().SelfSubjectReviews()
 }
