@@ -26,8 +26,6 @@ func newPodInformer(cs kubeapi.Interface, ns, selector string) cache.SharedIndex
 		return pods.Watch(ctx, o)
 	}
 	return cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListFunc:             func(o metav1.ListOptions) (runtime.Object, error) { return list(context.Background(), o) },
-		WatchFunc:            func(o metav1.ListOptions) (watch.Interface, error) { return watchPods(context.Background(), o) },
 		ListWithContextFunc:  list,
 		WatchFuncWithContext: watchPods,
 	}, &corev1.Pod{}, 0, cache.Indexers{})

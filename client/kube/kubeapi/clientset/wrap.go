@@ -16,13 +16,13 @@ func Wrap(cs kubernetes.Interface) kubeapi.Interface { return wrapped{cs} }
 
 type wrapped struct{ cs kubernetes.Interface }
 
-func (w wrapped) CoreV1() kubeapi.CoreV1Interface { return coreV1{w.cs} }
+func (w wrapped) CoreV1() kubeapi.CoreV1Interface { return coreV1(w) }
 
-func (w wrapped) PolicyV1() kubeapi.PolicyV1Interface { return policyV1{w.cs} }
+func (w wrapped) PolicyV1() kubeapi.PolicyV1Interface { return policyV1(w) }
 
-func (w wrapped) AuthorizationV1() kubeapi.AuthorizationV1Interface { return authorizationV1{w.cs} }
+func (w wrapped) AuthorizationV1() kubeapi.AuthorizationV1Interface { return authorizationV1(w) }
 
-func (w wrapped) AuthenticationV1() kubeapi.AuthenticationV1Interface { return authenticationV1{w.cs} }
+func (w wrapped) AuthenticationV1() kubeapi.AuthenticationV1Interface { return authenticationV1(w) }
 
 type coreV1 struct{ cs kubernetes.Interface }
 
