@@ -18,12 +18,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // kubeJobsCommand is the harness's argument that makes it the
@@ -41,7 +41,7 @@ const heldFor = 20 * time.Second
 // kubeEnv reaches the node through client/kube.
 type kubeEnv struct {
 	cfg      *rest.Config
-	cs       kubernetes.Interface
+	cs       kubeapi.Interface
 	ns       string
 	requests *requestCounter // every API request this process makes
 	// watcher follows every job's pod and events: one pod and one event
@@ -61,7 +61,7 @@ func newKubeEnv(kubeconfig string, images nodeImages) (*kubeEnv, error) {
 	cfg.QPS, cfg.Burst = 200, 400 // 100 jobs at once
 	requests := &requestCounter{}
 	cfg.Wrap(requests.wrap)
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeapi.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("build the Kubernetes client: %w", err)
 	}

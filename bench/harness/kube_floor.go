@@ -14,7 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -125,8 +126,17 @@ func kubeBare(ctx context.Context, kubeconfig string, opts fleetOptions, n int, 
 	run := randomName("r")
 	// One informer (list + watch, relisting when the watch breaks) for
 	// all the pods, as Tether shares one per namespace.
-	inf := coreinformers.NewFilteredPodInformer(k.cs, k.ns, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = bareLabel + "=" + run })
+	sel := bareLabel + "=" + run
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = sel
+			return k.cs.CoreV1().Pods(k.ns).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel
+			return k.cs.CoreV1().Pods(k.ns).Watch(ctx, o)
+		},
+	}, &corev1.Pod{}, 0, cache.Indexers{})
 	var mu sync.Mutex
 	ended := map[string]chan corev1.PodPhase{}
 	notify := func(obj any) {

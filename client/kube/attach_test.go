@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tether-ci/tether/internal/testing/syncbuf"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -16,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
+	"github.com/tether-ci/tether/internal/testing/syncbuf"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -74,7 +76,7 @@ func (e *env) transport(t *testing.T, host, pod string, proto kube.Protocol) *ku
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &kube.Transport{Config: cfg, Client: cs, Namespace: ns, Pod: pod, Container: kube.BuildContainer,
+	return &kube.Transport{Config: cfg, Client: clientset.Wrap(cs), Namespace: ns, Pod: pod, Container: kube.BuildContainer,
 		Options: kube.TransportOptions{Protocol: proto, Logger: testLogger(t), ConnectTimeout: 3 * time.Second}}
 }
 

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // restrictedViolations checks pod against the Pod Security Standard
@@ -425,7 +427,7 @@ func TestCreatePodSecurityHint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Create(context.Background(), cs, objs, nil)
+	_, err = Create(context.Background(), clientset.Wrap(cs), objs, nil)
 	if err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), "--restricted") || strings.Contains(err.Error(), "ResourceQuota") {
 		t.Fatalf("Create: %v; want the admission message and the --restricted advice", err)
 	}

@@ -13,9 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	"github.com/tether-ci/tether/internal/random"
 )
 
@@ -120,7 +120,7 @@ func (e *MissError) Unwrap() []error { return []error{ErrNoWarmPod, e.Err} }
 // the job's namespace (MissEvent; best effort, needs create on events),
 // which `tether pool status` and the pools' controller count. A spec Build would refuse is an
 // error that does not wrap ErrNoWarmPod.
-func Claim(ctx context.Context, cs kubernetes.Interface, req ClaimRequest) (claimed *Pod, err error) {
+func Claim(ctx context.Context, cs kubeapi.Interface, req ClaimRequest) (claimed *Pod, err error) {
 	log := req.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -236,7 +236,7 @@ type idleList struct {
 
 // attach opens the attach session to pod for req.Connect in the
 // background; nil without req.Connect.
-func (req *ClaimRequest) attach(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, pd *predial) *pendingAttach {
+func (req *ClaimRequest) attach(ctx context.Context, cs kubeapi.Interface, pod *corev1.Pod, pd *predial) *pendingAttach {
 	if req.Connect == nil {
 		return nil
 	}

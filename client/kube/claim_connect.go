@@ -6,10 +6,10 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // ClaimConnect tells Claim that the caller runs the claimed pod's job from
@@ -36,7 +36,7 @@ type pendingAttach struct {
 }
 
 // startAttach opens an attach session through t in the background.
-func startAttach(ctx context.Context, t *Transport, cs kubernetes.Interface) *pendingAttach {
+func startAttach(ctx context.Context, t *Transport, cs kubeapi.Interface) *pendingAttach {
 	ctx, cancel := context.WithCancel(ctx)
 	pa := &pendingAttach{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -85,7 +85,7 @@ type protection struct {
 
 // startProtect creates pod's budget (Protect) in the background; a failure
 // is logged as ProtectionWarning, as for a pod that Create protects.
-func startProtect(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, log *slog.Logger) *protection {
+func startProtect(ctx context.Context, cs kubeapi.Interface, pod *corev1.Pod, log *slog.Logger) *protection {
 	pr := &protection{done: make(chan struct{})}
 	go func() {
 		defer close(pr.done)

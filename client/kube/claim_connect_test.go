@@ -21,6 +21,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/internal/testing/attachserver"
 	"github.com/tether-ci/tether/internal/testing/syncbuf"
 )
@@ -107,7 +108,7 @@ func TestClaimConnectAttachesWhileClaiming(t *testing.T) {
 	// No garbage collection meanwhile: it would close a connection
 	// nobody refers to any more, and hide one Claim failed to close.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	pod, err := kube.Claim(ctx, cs, kube.ClaimRequest{Pool: "small", Spec: spec, Logger: testLogger(t),
+	pod, err := kube.Claim(ctx, clientset.Wrap(cs), kube.ClaimRequest{Pool: "small", Spec: spec, Logger: testLogger(t),
 		Connect: &kube.ClaimConnect{Config: cfg, Options: opts}})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +177,7 @@ func TestClaimConnectPodGone(t *testing.T) {
 	opts := kube.TransportOptions{Logger: testLogger(t), ConnectTimeout: 5 * time.Second, AttachFirst: true}
 	spec := kube.PoolSpec()
 	spec.Scripts = []kube.Script{{Name: "job.sh", Content: []byte("echo unused\n")}}
-	pod, err := kube.Claim(ctx, cs, kube.ClaimRequest{Pool: "small", Spec: spec, Connect: &kube.ClaimConnect{Config: cfg, Options: opts}})
+	pod, err := kube.Claim(ctx, clientset.Wrap(cs), kube.ClaimRequest{Pool: "small", Spec: spec, Connect: &kube.ClaimConnect{Config: cfg, Options: opts}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -92,7 +93,7 @@ func TestClaimConcurrent(t *testing.T) {
 		wg.Go(func() {
 			spec := testSpec()
 			spec.JobID = fmt.Sprintf("job-%d", i)
-			pods[i], errs[i] = Claim(context.Background(), cs, ClaimRequest{Pool: "small", Spec: spec})
+			pods[i], errs[i] = Claim(context.Background(), clientset.Wrap(cs), ClaimRequest{Pool: "small", Spec: spec})
 		})
 	}
 	wg.Wait()
@@ -133,7 +134,7 @@ func TestClaimSetsTheJob(t *testing.T) {
 	spec.Env["TOKEN"] = "s3cret-value"
 	spec.Labels = map[string]string{"team": "blue", LabelWarm: "forged"}
 	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "runner-0", UID: "u-1"}
-	p, err := Claim(context.Background(), cs, ClaimRequest{Pool: "small", Spec: spec, Owner: owner})
+	p, err := Claim(context.Background(), clientset.Wrap(cs), ClaimRequest{Pool: "small", Spec: spec, Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,24 +182,24 @@ func TestClaimMisses(t *testing.T) {
 		}
 		return m.Reason
 	}
-	if _, err := Claim(ctx, casClientset(), ClaimRequest{Pool: "small", Spec: spec}); reason(err) != MissEmpty {
+	if _, err := Claim(ctx, clientset.Wrap(casClientset()), ClaimRequest{Pool: "small", Spec: spec}); reason(err) != MissEmpty {
 		t.Errorf("empty pool: %v", err)
 	}
 	other := poolSpec()
 	other.TTY = true
-	if _, err := Claim(ctx, casClientset(warmRunning(t, other, "small", time.Now())), ClaimRequest{Pool: "small", Spec: spec}); reason(err) != MissSettings {
+	if _, err := Claim(ctx, clientset.Wrap(casClientset(warmRunning(t, other, "small", time.Now()))), ClaimRequest{Pool: "small", Spec: spec}); reason(err) != MissSettings {
 		t.Errorf("other settings: %v", err)
 	}
 	cs := casClientset(warmRunning(t, poolSpec(), "small", time.Now()))
 	cs.PrependReactor("update", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "x", errors.New("no update"))
 	})
-	if _, err := Claim(ctx, cs, ClaimRequest{Pool: "small", Spec: spec}); reason(err) != MissAPI {
+	if _, err := Claim(ctx, clientset.Wrap(cs), ClaimRequest{Pool: "small", Spec: spec}); reason(err) != MissAPI {
 		t.Errorf("forbidden: %v", err)
 	}
 	bad := spec
 	bad.Image = ""
-	if _, err := Claim(ctx, casClientset(), ClaimRequest{Pool: "small", Spec: bad}); err == nil || errors.Is(err, ErrNoWarmPod) {
+	if _, err := Claim(ctx, clientset.Wrap(casClientset()), ClaimRequest{Pool: "small", Spec: bad}); err == nil || errors.Is(err, ErrNoWarmPod) {
 		t.Errorf("invalid spec: %v, want an error that is no miss", err)
 	}
 }
@@ -226,7 +227,7 @@ func TestClaimProtects(t *testing.T) {
 		cs := casClientset(pod)
 		spec := testSpec()
 		spec.JobID, spec.NoDisruptionProtection = "job-9", off
-		p, err := Claim(ctx, cs, ClaimRequest{Pool: "small", Spec: spec})
+		p, err := Claim(ctx, clientset.Wrap(cs), ClaimRequest{Pool: "small", Spec: spec})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +260,7 @@ func TestClaimProtects(t *testing.T) {
 func TestClaimRecordsMisses(t *testing.T) {
 	ctx := context.Background()
 	cs := casClientset()
-	if _, err := Claim(ctx, cs, ClaimRequest{Pool: "small", Spec: testSpec()}); !errors.Is(err, ErrNoWarmPod) {
+	if _, err := Claim(ctx, clientset.Wrap(cs), ClaimRequest{Pool: "small", Spec: testSpec()}); !errors.Is(err, ErrNoWarmPod) {
 		t.Fatalf("empty pool: %v", err)
 	}
 	events, err := cs.CoreV1().Events("ci").List(ctx, metav1.ListOptions{})
@@ -280,7 +281,7 @@ func TestClaimRecordsMisses(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("events"), "", errors.New("no"))
 	})
 	var m *MissError
-	if _, err := Claim(ctx, cs, ClaimRequest{Pool: "small", Spec: testSpec()}); !errors.As(err, &m) || m.Reason != MissEmpty {
+	if _, err := Claim(ctx, clientset.Wrap(cs), ClaimRequest{Pool: "small", Spec: testSpec()}); !errors.As(err, &m) || m.Reason != MissEmpty {
 		t.Fatalf("miss without the right to record it: %v", err)
 	}
 }

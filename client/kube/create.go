@@ -14,10 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // cleanupTimeout bounds the deletes Create does after a failure.
@@ -27,7 +27,7 @@ const cleanupTimeout = 30 * time.Second
 // and delete it.
 type Pod struct {
 	// Client is the clientset the pod was created with.
-	Client kubernetes.Interface
+	Client kubeapi.Interface
 	// Namespace and Name identify the pod (with its UID, see UID).
 	Namespace, Name string
 	// Container is the container the shim runs in ("" means BuildContainer).
@@ -81,7 +81,7 @@ type Pod struct {
 
 // PodOf is the handle of the existing pod obj (read from the API server):
 // its namespace, name and UID. Set the other fields as needed.
-func PodOf(cs kubernetes.Interface, obj *corev1.Pod) *Pod {
+func PodOf(cs kubeapi.Interface, obj *corev1.Pod) *Pod {
 	return &Pod{Client: cs, Namespace: obj.Namespace, Name: obj.Name, uid: obj.UID}
 }
 
@@ -121,7 +121,7 @@ func (p *Pod) logger() *slog.Logger {
 // waits for them.) When creating the pod fails (a ResourceQuota rejects
 // it, say) nothing was created; when creating an owned object fails, Create
 // deletes the pod before it returns the error.
-func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *slog.Logger) (*Pod, error) {
+func Create(ctx context.Context, cs kubeapi.Interface, objs *Objects, log *slog.Logger) (*Pod, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -144,7 +144,7 @@ func Create(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *sl
 // is taken for the copy of a pod of the same name that was just deleted,
 // which the garbage collector is removing: its create is tried again until
 // it is gone (up to cleanupTimeout).
-func createOwned(ctx context.Context, cs kubernetes.Interface, want *corev1.Pod, objs *Objects, log *slog.Logger, replacing bool) (*Pod, error) {
+func createOwned(ctx context.Context, cs kubeapi.Interface, want *corev1.Pod, objs *Objects, log *slog.Logger, replacing bool) (*Pod, error) {
 	sent := time.Now()
 	pod, err := cs.CoreV1().Pods(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
@@ -213,7 +213,7 @@ func createOwned(ctx context.Context, cs kubernetes.Interface, want *corev1.Pod,
 // feature off, or a Kubernetes older than 1.31): it keeps the pod and
 // silently drops the volume and its mounts, and the build container could
 // never start. A dry run of the create shows what the server would store.
-func podToCreate(ctx context.Context, cs kubernetes.Interface, objs *Objects, log *slog.Logger) (*corev1.Pod, error) {
+func podToCreate(ctx context.Context, cs kubeapi.Interface, objs *Objects, log *slog.Logger) (*corev1.Pod, error) {
 	if objs.Fallback == nil {
 		return objs.Pod, nil
 	}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // fakeCluster is a fake clientset that assigns UIDs like an apiserver.
@@ -44,7 +46,7 @@ func createPodIn(ctx context.Context, t *testing.T, cs *fake.Clientset) (*Object
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Create(ctx, cs, objs, nil)
+	p, err := Create(ctx, clientset.Wrap(cs), objs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestCreateRejectedPodLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Create(context.Background(), cs, objs, nil)
+	_, err = Create(context.Background(), clientset.Wrap(cs), objs, nil)
 	if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
 		t.Fatalf("Create = %v; want the quota error", err)
 	}
@@ -113,7 +115,7 @@ func TestCreateOwnedObjectFailureDeletesPod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Create(context.Background(), cs, objs, nil); err == nil {
+			if _, err := Create(context.Background(), clientset.Wrap(cs), objs, nil); err == nil {
 				t.Fatal("Create succeeded")
 			}
 			acts := verbs(cs)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // DeleteByName deletes the pod of its name under that pod's UID (a
@@ -24,7 +26,7 @@ func TestDeleteByName(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	p := &Pod{Client: cs, Namespace: "ci", Name: "p"}
+	p := &Pod{Client: clientset.Wrap(cs), Namespace: "ci", Name: "p"}
 	uid, err := p.DeleteByName(ctx)
 	if err != nil || uid != "uid-7" || p.UID() != "uid-7" || precondition != "uid-7" {
 		t.Fatalf("DeleteByName: uid %q, Pod.UID %q, precondition %q, err %v", uid, p.UID(), precondition, err)

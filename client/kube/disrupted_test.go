@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 func disruptedPod() *corev1.Pod {
@@ -122,7 +123,7 @@ func TestDisruptionWatchPreemption(t *testing.T) {
 	prio := int32(1000)
 	urgent := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "urgent", Namespace: "ci"}, Spec: corev1.PodSpec{Priority: &prio}}
 	cs := fake.NewClientset(disruptedPod(), urgent)
-	w := newDisruptionWatch(cs, "ci", "job", slog.New(slog.DiscardHandler))
+	w := newDisruptionWatch(clientset.Wrap(cs), "ci", "job", slog.New(slog.DiscardHandler))
 	done := make(chan struct{})
 	go func() { defer close(done); w.run(ctx) }()
 	conn := &fakeConn{closed: make(chan struct{})}
@@ -177,7 +178,7 @@ func TestDisruptionWatchWithoutWatchList(t *testing.T) {
 			Message: "a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled"})
 		return true, refused, nil
 	})
-	w := newDisruptionWatch(cs, "ci", "job", slog.New(slog.DiscardHandler))
+	w := newDisruptionWatch(clientset.Wrap(cs), "ci", "job", slog.New(slog.DiscardHandler))
 	done := make(chan struct{})
 	go func() { defer close(done); w.run(ctx) }()
 	select {

@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	"github.com/tether-ci/tether/internal/contract"
 )
 
@@ -68,7 +68,7 @@ func DisruptionBudget(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
 //
 // The job runs without the budget when it cannot be made: callers log
 // the error as a warning (ProtectionWarning) and go on.
-func Protect(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) error {
+func Protect(ctx context.Context, cs kubeapi.Interface, pod *corev1.Pod) error {
 	if pod.Labels[LabelJob] == "" {
 		return fmt.Errorf("protect pod %s/%s from eviction: it has no %s label to select it by", pod.Namespace, pod.Name, LabelJob)
 	}

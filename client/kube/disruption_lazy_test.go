@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // With LazyDisruptionWatch the pod is neither read nor watched while the
@@ -56,7 +57,7 @@ func TestLazyDisruptionWatch(t *testing.T) {
 // A lazy watch that never began costs nothing and ends at once.
 func TestLazyDisruptionWatchNeverBegun(t *testing.T) {
 	cs := fake.NewClientset(disruptedPod())
-	w := newDisruptionWatch(cs, "ci", "job", slog.New(slog.DiscardHandler))
+	w := newDisruptionWatch(clientset.Wrap(cs), "ci", "job", slog.New(slog.DiscardHandler))
 	done := make(chan struct{})
 	go func() { defer close(done); w.end() }()
 	select {

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // Every job pod gets a budget that selects it alone, with an integer
@@ -49,7 +51,7 @@ func TestCreateUnprotected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Create(context.Background(), cs, objs, nil); err != nil {
+	if _, err := Create(context.Background(), clientset.Wrap(cs), objs, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(verbs(cs), ", "); got != "create pods, create configmaps, create secrets" {
@@ -76,7 +78,7 @@ func TestCreateBudgetRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		var log bytes.Buffer
-		p, err := Create(context.Background(), cs, objs, slog.New(slog.NewTextHandler(&log, nil)))
+		p, err := Create(context.Background(), clientset.Wrap(cs), objs, slog.New(slog.NewTextHandler(&log, nil)))
 		if err != nil || p == nil {
 			t.Fatalf("Create = %v; want the pod created without its budget", err)
 		}
@@ -90,7 +92,7 @@ func TestCreateBudgetRefused(t *testing.T) {
 // Protect refuses a pod it cannot select alone.
 func TestProtectWithoutJobLabel(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ci"}}
-	if err := Protect(context.Background(), fakeCluster(), pod); err == nil {
+	if err := Protect(context.Background(), clientset.Wrap(fakeCluster()), pod); err == nil {
 		t.Fatal("Protect of a pod without a job label succeeded")
 	}
 }

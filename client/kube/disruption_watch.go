@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // How long the search for a preemptor looks for the scheduler's Preempted
@@ -45,7 +45,7 @@ const (
 // the session's next Connect returns the error at once instead of
 // retrying until its reconnect timeout.
 type disruptionWatch struct {
-	cs       kubernetes.Interface
+	cs       kubeapi.Interface
 	ns, name string
 	log      *slog.Logger
 
@@ -78,7 +78,7 @@ type disruptionWatch struct {
 	readOnce sync.Once
 }
 
-func newDisruptionWatch(cs kubernetes.Interface, ns, name string, log *slog.Logger) *disruptionWatch {
+func newDisruptionWatch(cs kubeapi.Interface, ns, name string, log *slog.Logger) *disruptionWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &disruptionWatch{cs: cs, ns: ns, name: name, log: log, conns: map[client.Conn]struct{}{},
 		found: make(chan struct{}), wake: make(chan struct{}, 1), nodeEvery: nodeCheckEvery, nodeGap: nodeCheckGap,

@@ -11,7 +11,8 @@
 //
 //	cfg, ns, _ := kube.LoadConfig(kube.ConfigOptions{})           // kubectl's rules
 //	objs, _ := kube.Build(kube.Spec{Namespace: ns, Image: "alpine:3", Scripts: scripts})
-//	pod, _ := kube.Create(ctx, clientset, objs, logger)             // pod first, then owned objects
+//	cs, _ := kubeapi.New(cfg)                                       // the API calls Tether makes
+//	pod, _ := kube.Create(ctx, cs, objs, logger)                    // pod first, then owned objects
 //	_ = pod.WaitRunning(ctx, kube.WaitOptions{})                    // logs events, fails fast
 //	res, err := client.Run(ctx, pod.Transport(cfg, kube.TransportOptions{}), objs.Job, opts)
 //	_ = pod.Delete(context.WithoutCancel(ctx))

@@ -7,9 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // ReasonOOMKilled is the container status reason of a container the
@@ -98,7 +98,7 @@ func containerEnded(pod *corev1.Pod, st corev1.ContainerStatus) *ContainerEndedE
 // until its reason becomes ReasonOOMKilled, because the runtime may learn of
 // the OOM kill after it reported the exit. The last state read is the
 // answer; a failed read ends the wait with the state read before.
-func endedSettled(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, st corev1.ContainerStatus, settle, poll time.Duration) *ContainerEndedError {
+func endedSettled(ctx context.Context, cs kubeapi.Interface, pod *corev1.Pod, st corev1.ContainerStatus, settle, poll time.Duration) *ContainerEndedError {
 	e := containerEnded(pod, st)
 	if e.ExitCode != exitSIGKILL || e.Reason == ReasonOOMKilled {
 		return e

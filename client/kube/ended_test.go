@@ -16,6 +16,7 @@ import (
 	ktesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // endedPod is a pod whose build container (memory limit 64Mi) has
@@ -41,7 +42,7 @@ func endedPod(reason, message string) *corev1.Pod {
 // stream).
 func TestConnectReportsContainerEnded(t *testing.T) {
 	log := "h 0 {\"protocol\":1}\nb 115 {\"script\":\"/tether/scripts/00-hog.sh\"}\no 203 0\ntether-shim: a diagnostic line\n"
-	tr := &Transport{Config: &rest.Config{}, Client: fake.NewClientset(endedPod(ReasonOOMKilled, log)), Namespace: "ci", Pod: "job"}
+	tr := &Transport{Config: &rest.Config{}, Client: clientset.Wrap(fake.NewClientset(endedPod(ReasonOOMKilled, log))), Namespace: "ci", Pod: "job"}
 	_, err := tr.Connect(t.Context())
 	var ended *ContainerEndedError
 	if !errors.As(err, &ended) || !errors.Is(err, client.ErrShimGone) {
@@ -58,7 +59,7 @@ func TestConnectReportsContainerEnded(t *testing.T) {
 		t.Errorf("error text %q\nwant %q", err.Error(), want)
 	}
 
-	tr = &Transport{Config: &rest.Config{}, Client: fake.NewClientset(endedPod("Error", "")), Namespace: "ci", Pod: "job"}
+	tr = &Transport{Config: &rest.Config{}, Client: clientset.Wrap(fake.NewClientset(endedPod("Error", ""))), Namespace: "ci", Pod: "job"}
 	_, err = tr.Connect(t.Context())
 	if !errors.As(err, &ended) || ended.OOMKilled() || ended.Reason != "Error" || ended.Message != "" {
 		t.Fatalf("Connect: %v; want a *ContainerEndedError with reason Error, not OOMKilled", err)
@@ -118,7 +119,7 @@ func podSequence(pods ...*corev1.Pod) (*fake.Clientset, *atomic.Int32) {
 // container was OOMKilled.
 func TestConnectWaitsForTheOOMKilledReason(t *testing.T) {
 	cs, gets := podSequence(kubeletEndedPod(137, "Error"), kubeletEndedPod(137, "Error"), kubeletEndedPod(137, ReasonOOMKilled))
-	tr := &Transport{Config: &rest.Config{}, Client: cs, Namespace: "ci", Pod: "job"}
+	tr := &Transport{Config: &rest.Config{}, Client: clientset.Wrap(cs), Namespace: "ci", Pod: "job"}
 	_, err := tr.Connect(t.Context())
 	var ended *ContainerEndedError
 	if !errors.As(err, &ended) || !ended.OOMKilled() || ended.ExitCode != 137 || ended.MemoryLimit != 64<<20 {
@@ -135,7 +136,7 @@ func TestConnectWaitsForTheOOMKilledReason(t *testing.T) {
 func TestEndedSettledStopsWaiting(t *testing.T) {
 	pod := kubeletEndedPod(137, "Error")
 	cs, gets := podSequence(pod)
-	e := endedSettled(t.Context(), cs, pod, pod.Status.ContainerStatuses[0], 200*time.Millisecond, 10*time.Millisecond)
+	e := endedSettled(t.Context(), clientset.Wrap(cs), pod, pod.Status.ContainerStatuses[0], 200*time.Millisecond, 10*time.Millisecond)
 	if e.OOMKilled() || e.Reason != "Error" || e.ExitCode != 137 {
 		t.Errorf("%+v; want reason Error, exit code 137, not OOMKilled", e)
 	}
@@ -149,7 +150,7 @@ func TestEndedSettledStopsWaiting(t *testing.T) {
 	}{{2, "Error"}, {0, "Completed"}, {124, "Error"}, {2, ReasonOOMKilled}} {
 		pod := kubeletEndedPod(tc.code, tc.reason)
 		cs, gets := podSequence(pod, kubeletEndedPod(137, ReasonOOMKilled))
-		e := endedSettled(t.Context(), cs, pod, pod.Status.ContainerStatuses[0], time.Minute, time.Millisecond)
+		e := endedSettled(t.Context(), clientset.Wrap(cs), pod, pod.Status.ContainerStatuses[0], time.Minute, time.Millisecond)
 		if gets.Load() != 0 || e.ExitCode != tc.code || e.Reason != tc.reason {
 			t.Errorf("exit %d %s: %d reads, reported %+v; want it final at once", tc.code, tc.reason, gets.Load(), e)
 		}
@@ -157,7 +158,7 @@ func TestEndedSettledStopsWaiting(t *testing.T) {
 
 	// The pod gone while waiting: what was read is the answer.
 	cs = fake.NewClientset()
-	e = endedSettled(t.Context(), cs, pod, pod.Status.ContainerStatuses[0], time.Minute, time.Millisecond)
+	e = endedSettled(t.Context(), clientset.Wrap(cs), pod, pod.Status.ContainerStatuses[0], time.Minute, time.Millisecond)
 	if e.Reason != "Error" || e.ExitCode != 137 {
 		t.Errorf("pod gone: %+v", e)
 	}
@@ -168,7 +169,7 @@ func TestEndedSettledStopsWaiting(t *testing.T) {
 // was not OOM-killed itself, and the error says where the reason is from.
 func TestEarlierOOMKillIsNotTheContainers(t *testing.T) {
 	cs, _ := podSequence(kubeletEndedPod(2, ReasonOOMKilled))
-	tr := &Transport{Config: &rest.Config{}, Client: cs, Namespace: "ci", Pod: "job"}
+	tr := &Transport{Config: &rest.Config{}, Client: clientset.Wrap(cs), Namespace: "ci", Pod: "job"}
 	_, err := tr.Connect(t.Context())
 	var ended *ContainerEndedError
 	if !errors.As(err, &ended) || ended.OOMKilled() || ended.ExitCode != 2 || ended.Reason != ReasonOOMKilled {
@@ -178,7 +179,7 @@ func TestEarlierOOMKillIsNotTheContainers(t *testing.T) {
 		t.Errorf("error %q does not say the reason is from an earlier kill", err)
 	}
 	cs, _ = podSequence(kubeletEndedPod(137, ReasonOOMKilled))
-	tr = &Transport{Config: &rest.Config{}, Client: cs, Namespace: "ci", Pod: "job"}
+	tr = &Transport{Config: &rest.Config{}, Client: clientset.Wrap(cs), Namespace: "ci", Pod: "job"}
 	if _, err := tr.Connect(t.Context()); !errors.As(err, &ended) || !ended.OOMKilled() || strings.Contains(err.Error(), "earlier") {
 		t.Fatalf("exit 137 OOMKilled: %v; want OOMKilled()", err)
 	}

@@ -11,8 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // Bounds of an eventFeed's memory.
@@ -44,7 +45,7 @@ const (
 // It is the store of a client-go Reflector (cache.ReflectorStore), which
 // lists, watches, and retries with backoff.
 type eventFeed struct {
-	client  kubernetes.Interface
+	client  kubeapi.Interface
 	ns      string
 	deliver func(*corev1.Event)
 	now     func() time.Time
@@ -81,7 +82,7 @@ func eventKey(e *corev1.Event) string {
 
 var _ cache.ReflectorStore = (*eventFeed)(nil)
 
-func newEventFeed(cs kubernetes.Interface, ns string, deliver func(*corev1.Event)) *eventFeed {
+func newEventFeed(cs kubeapi.Interface, ns string, deliver func(*corev1.Event)) *eventFeed {
 	return &eventFeed{client: cs, ns: ns, deliver: deliver, now: time.Now,
 		synced: make(chan struct{}), byPod: map[string][]*corev1.Event{}, known: map[string]bool{}}
 }

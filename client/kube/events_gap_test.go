@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // controlledEventWatches makes every event watch of cs one the test drives
@@ -45,7 +47,7 @@ func TestWaitRunningSeesEventsOfTheRelistGap(t *testing.T) {
 	defer cancel()
 	cs := fakeCluster()
 	watches := controlledEventWatches(cs)
-	wt := NewWatcher(cs)
+	wt := NewWatcher(clientset.Wrap(cs))
 	defer wt.Close()
 	if err := wt.Watch(ctx, "ci"); err != nil {
 		t.Fatal(err)
@@ -83,7 +85,7 @@ func TestEventFeedCatchesUpAfterARelist(t *testing.T) {
 	cs := fake.NewClientset()
 	watches := controlledEventWatches(cs)
 	var got delivered
-	f := newEventFeed(cs, "ci", got.add)
+	f := newEventFeed(clientset.Wrap(cs), "ci", got.add)
 	f.waiting = func() []string { return []string{"p"} }
 	go f.run(ctx)
 	waitFor(t, "the feed's first list", f.hasSynced)

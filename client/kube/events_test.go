@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // delivered collects what an eventFeed delivers.
@@ -52,7 +54,7 @@ func TestEventFeedWatchesFromNow(t *testing.T) {
 	)
 	watches := trackWatches(cs)
 	var got delivered
-	f := newEventFeed(cs, "ci", got.add)
+	f := newEventFeed(clientset.Wrap(cs), "ci", got.add)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go f.run(ctx)
@@ -82,7 +84,7 @@ func TestEventFeedWatchesFromNow(t *testing.T) {
 // are kept however fast they come.
 func TestEventFeedBoundsWhatItKeeps(t *testing.T) {
 	now := time.Unix(1700000000, 0)
-	f := newEventFeed(fake.NewClientset(), "ci", func(*corev1.Event) {})
+	f := newEventFeed(clientset.Wrap(fake.NewClientset()), "ci", func(*corev1.Event) {})
 	f.now = func() time.Time { return now }
 	for i := range 3 {
 		if err := f.Add(podEvent(fmt.Sprint("a.", i), "a", "Pulling", now)); err != nil {

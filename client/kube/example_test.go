@@ -7,10 +7,9 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // Example runs one job in a pod of the current kubeconfig context and
@@ -31,7 +30,7 @@ func runJob(ctx context.Context, logger *slog.Logger) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeapi.New(cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/internal/testing/attachserver"
 )
 
@@ -31,7 +32,7 @@ func TestPodHelloFromLog(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pod := &kube.Pod{Client: cs, Namespace: ns, Name: "hello"}
+	pod := &kube.Pod{Client: clientset.Wrap(cs), Namespace: ns, Name: "hello"}
 	h, err := pod.Hello(ctx)
 	if err != nil {
 		t.Fatal(err)

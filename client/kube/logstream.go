@@ -12,7 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // What logStreams knows about the API server.
@@ -39,7 +40,7 @@ type logStreams struct {
 // open returns the log of container of pod ns/name: its stdout where the
 // API server can split the streams, else stdout and stderr as the runtime
 // logged them.
-func (s *logStreams) open(ctx context.Context, cs kubernetes.Interface, ns, name, container string, log *slog.Logger) (io.ReadCloser, error) {
+func (s *logStreams) open(ctx context.Context, cs kubeapi.Interface, ns, name, container string, log *slog.Logger) (io.ReadCloser, error) {
 	pods := cs.CoreV1().Pods(ns)
 	if s.split.Load() != splitNo {
 		stdout := corev1.LogStreamStdout

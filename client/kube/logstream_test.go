@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/internal/testing/attachserver"
 	"github.com/tether-ci/tether/internal/testing/syncbuf"
 )
@@ -78,11 +79,11 @@ func TestLogReplayWhereStreamsCannotBeSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := kube.NewWatcher(cs)
+	w := kube.NewWatcher(clientset.Wrap(cs))
 	defer w.Close()
 	for i, pod := range []string{"first", "second"} {
 		runAndLeave(ctx, t, e, pod, "echo from "+pod+"\nprintf 'no newline'\n")
-		p := &kube.Pod{Client: cs, Namespace: ns, Name: pod, Container: kube.BuildContainer, Watcher: w}
+		p := &kube.Pod{Client: clientset.Wrap(cs), Namespace: ns, Name: pod, Container: kube.BuildContainer, Watcher: w}
 		tr := p.Transport(cfg, kube.TransportOptions{Logger: testLogger(t), ConnectTimeout: 3 * time.Second})
 		out := &syncbuf.Buffer{}
 		res, err := client.Attach(ctx, tr, 0, sessionOptions(t, out, &eventLog{}))

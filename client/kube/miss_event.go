@@ -8,8 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	"github.com/tether-ci/tether/internal/contract"
 )
 
@@ -52,7 +52,7 @@ func MissEvent(ns string, m *MissError, now time.Time) *corev1.Event {
 // Claim records its own misses; an integration that decides against a
 // claim before asking (a job its pool cannot serve) records its miss
 // with it, so that every miss is counted alike.
-func RecordMiss(ctx context.Context, cs kubernetes.Interface, ns string, m *MissError, log *slog.Logger) {
+func RecordMiss(ctx context.Context, cs kubeapi.Interface, ns string, m *MissError, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), missEventTimeout)
 	defer cancel()
 	if _, err := cs.CoreV1().Events(ns).Create(ctx, MissEvent(ns, m, time.Now()), metav1.CreateOptions{}); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/internal/testing/attachserver"
 	"github.com/tether-ci/tether/internal/testing/syncbuf"
 )
@@ -57,7 +58,7 @@ func TestRunEndsOnNodeLoss(t *testing.T) {
 				}}},
 			)
 			tr := e.transport(t, "", pod, proto)
-			tr.Client = fakeWithAttach{cs, tr.Client.CoreV1().RESTClient()}
+			tr.Client = clientset.Wrap(fakeWithAttach{cs, tr.Client.CoreV1().RESTClient()})
 			tr.Options.Logger = quietLogger(t)
 			tr.Options.LazyDisruptionWatch = tc.lazy
 			out := &syncbuf.Buffer{}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/internal/testing/attachserver"
 	"github.com/tether-ci/tether/internal/testing/syncbuf"
 )
@@ -99,7 +100,7 @@ func TestAutoFallsBackToSPDYOnHTTPSProxyError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &kube.Transport{Config: cfg, Client: cs, Namespace: ns, Pod: "proxied", Container: kube.BuildContainer,
+	tr := &kube.Transport{Config: cfg, Client: clientset.Wrap(cs), Namespace: ns, Pod: "proxied", Container: kube.BuildContainer,
 		Options: kube.TransportOptions{Logger: testLogger(t), ConnectTimeout: 3 * time.Second}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

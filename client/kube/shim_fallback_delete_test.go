@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // enforceUIDPreconditions makes cs answer a pod delete whose UID
@@ -129,7 +131,7 @@ func TestDeleteReachesAReplacementWhoseCreateAnswerWasLost(t *testing.T) {
 		}
 		return nil, fmt.Errorf("post pod %s: %w", pod.Name, context.Canceled)
 	}
-	p, err := Create(ctx, cs, objs, nil)
+	p, err := Create(ctx, clientset.Wrap(cs), objs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func TestDeleteDuringTheReplacementsCreate(t *testing.T) {
 		}
 		return create()
 	}
-	p, err := Create(ctx, cs, objs, nil)
+	p, err := Create(ctx, clientset.Wrap(cs), objs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +196,7 @@ func TestDeleteBeforeTheReplacementsCreate(t *testing.T) {
 			})
 		}
 	}
-	p, err := Create(ctx, cs, objs, nil)
+	p, err := Create(ctx, clientset.Wrap(cs), objs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +223,7 @@ func TestDeleteLeavesAnotherJobsPodOfTheSameName(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	unknown := &Pod{Client: cs, Namespace: p.Namespace, Name: p.Name, uid: p.UID()}
+	unknown := &Pod{Client: clientset.Wrap(cs), Namespace: p.Namespace, Name: p.Name, uid: p.UID()}
 	if err := unknown.Delete(ctx); !apierrors.IsConflict(err) {
 		t.Errorf("Delete of a Pod whose job is unknown: %v; want the conflict", err)
 	}

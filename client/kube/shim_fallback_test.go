@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // containerd16Message is what containerd 1.6 to 2.0 answer the kubelet's
@@ -197,7 +199,7 @@ func TestWaitRunningFallsBackWhenTheRuntimeLacksImageVolumes(t *testing.T) {
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil))
-	p, err := Create(ctx, cs, objs, log)
+	p, err := Create(ctx, clientset.Wrap(cs), objs, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // imageSpec is testSpec with the shim from an image volume, a helper
@@ -134,7 +136,7 @@ func TestCreateShimFromImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := Create(ctx, cs, objs, nil)
+		p, err := Create(ctx, clientset.Wrap(cs), objs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +159,7 @@ func TestCreateShimFromImage(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs bytes.Buffer
-		p, err := Create(ctx, cs, objs, slog.New(slog.NewTextHandler(&logs, nil)))
+		p, err := Create(ctx, clientset.Wrap(cs), objs, slog.New(slog.NewTextHandler(&logs, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +184,7 @@ func TestCreateShimFromImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Create(ctx, cs, objs, nil); err != nil {
+		if _, err := Create(ctx, clientset.Wrap(cs), objs, nil); err != nil {
 			t.Fatal(err)
 		}
 		if len(*asked) != 1 {

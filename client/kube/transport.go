@@ -16,12 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/tether-ci/tether/client"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // Protocol selects the attach streaming protocol.
@@ -89,14 +88,14 @@ type Transport struct {
 	Config *rest.Config
 	// Client checks the container's state before each attach; nil: one
 	// built from Config (once, kept inside the Transport).
-	Client kubernetes.Interface
+	Client kubeapi.Interface
 	// Namespace, Pod and Container name the shim's container.
 	Namespace, Pod, Container string
 	// Options tune the transport.
 	Options TransportOptions
 
 	built    sync.Once
-	builtCS  kubernetes.Interface // from Config when Client is nil
+	builtCS  kubeapi.Interface // from Config when Client is nil
 	builtErr error
 
 	// logStreams remembers whether the API server returns the log's
@@ -194,7 +193,7 @@ func (t *Transport) connect(ctx context.Context) (client.Conn, error) {
 }
 
 // attach makes one attach session.
-func (t *Transport) attach(ctx context.Context, cs kubernetes.Interface) (client.Conn, error) {
+func (t *Transport) attach(ctx context.Context, cs kubeapi.Interface) (client.Conn, error) {
 	timeout := t.Options.ConnectTimeout
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
@@ -222,7 +221,7 @@ func (t *Transport) attach(ctx context.Context, cs kubernetes.Interface) (client
 }
 
 // clientset returns Client, or one built from Config.
-func (t *Transport) clientset() (kubernetes.Interface, error) {
+func (t *Transport) clientset() (kubeapi.Interface, error) {
 	if t.Client != nil {
 		return t.Client, nil
 	}
@@ -231,7 +230,7 @@ func (t *Transport) clientset() (kubernetes.Interface, error) {
 			t.builtErr = errors.New("kube transport: no rest.Config")
 			return
 		}
-		if t.builtCS, t.builtErr = kubernetes.NewForConfig(t.Config); t.builtErr != nil {
+		if t.builtCS, t.builtErr = kubeapi.New(t.Config); t.builtErr != nil {
 			t.builtErr = fmt.Errorf("kube transport: build a clientset from the rest.Config: %w", t.builtErr)
 		}
 	})
@@ -272,7 +271,7 @@ func (t *Transport) OpenLog(ctx context.Context) (io.ReadCloser, error) {
 // checkContainer returns the container's name, or an error wrapping
 // client.ErrShimGone when the container can never be attached again (a
 // *ContainerEndedError when it terminated).
-func (t *Transport) checkContainer(ctx context.Context, cs kubernetes.Interface) (string, error) {
+func (t *Transport) checkContainer(ctx context.Context, cs kubeapi.Interface) (string, error) {
 	pod, err := cs.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("pod %s/%s no longer exists: %w", t.Namespace, t.Pod, client.ErrShimGone)
@@ -338,9 +337,9 @@ func useSPDYInstead(err error) bool {
 }
 
 // attachURL is the pods/attach URL with stdin, stdout and stderr.
-func (t *Transport) attachURL(cs kubernetes.Interface) *url.URL {
+func (t *Transport) attachURL(cs kubeapi.Interface) *url.URL {
 	opts := &corev1.PodAttachOptions{Container: t.Container, Stdin: true, Stdout: true, Stderr: true}
 	return cs.CoreV1().RESTClient().Post().
 		Namespace(t.Namespace).Resource("pods").Name(t.Pod).SubResource("attach").
-		VersionedParams(opts, scheme.ParameterCodec).URL()
+		VersionedParams(opts, kubeapi.ParameterCodec()).URL()
 }

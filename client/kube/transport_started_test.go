@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/internal/testing/attachserver"
 	"github.com/tether-ci/tether/internal/testing/syncbuf"
 )
@@ -39,7 +40,7 @@ func startedTransport(t *testing.T, e *env, pod string) (*kube.Transport, *atomi
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &kube.Transport{Config: cfg, Client: cs, Namespace: ns, Pod: pod, Container: kube.BuildContainer,
+	tr := &kube.Transport{Config: cfg, Client: clientset.Wrap(cs), Namespace: ns, Pod: pod, Container: kube.BuildContainer,
 		Options: kube.TransportOptions{Logger: testLogger(t), ConnectTimeout: 3 * time.Second}}
 	kube.MarkStarted(tr)
 	return tr, &gets

@@ -7,10 +7,9 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // ExampleWarmPod creates one warm pod of the pool "small", as the pool's
@@ -24,7 +23,7 @@ func ExampleWarmPod() {
 		fmt.Println(err)
 		return
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeapi.New(cfg)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -65,7 +64,7 @@ func ExampleClaim() {
 		fmt.Println(err)
 		return
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeapi.New(cfg)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -6,7 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // MarkWarmReady makes a warm pod claimable: once pod runs and its shim's
@@ -16,7 +17,7 @@ import (
 // meanwhile (claimed, deleted) is left alone: that error is a Conflict
 // (or NotFound), which callers treat as "look again". The pool's
 // controller calls it for each pod it created; it returns the updated pod.
-func MarkWarmReady(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (*corev1.Pod, error) {
+func MarkWarmReady(ctx context.Context, cs kubeapi.Interface, pod *corev1.Pod) (*corev1.Pod, error) {
 	if pod.Labels[LabelWarm] != WarmStarting {
 		return nil, fmt.Errorf("kube: pod %s/%s is %s=%q, not %q", pod.Namespace, pod.Name, LabelWarm, pod.Labels[LabelWarm], WarmStarting)
 	}

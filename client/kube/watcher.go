@@ -7,12 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // Watcher follows Tether's pods and their events for every job of a
@@ -36,7 +35,7 @@ import (
 // whether the API server returns a container log's stdout alone, so only
 // the first job whose log is read finds out.
 type Watcher struct {
-	client     kubernetes.Interface
+	client     kubeapi.Interface
 	logStreams logStreams
 
 	mu sync.Mutex
@@ -44,7 +43,7 @@ type Watcher struct {
 }
 
 // NewWatcher returns a Watcher that lists and watches through cs.
-func NewWatcher(cs kubernetes.Interface) *Watcher {
+func NewWatcher(cs kubeapi.Interface) *Watcher {
 	return &Watcher{client: cs, ns: map[string]*nsWatch{}}
 }
 
@@ -219,9 +218,8 @@ func (w *Watcher) subscribe(ns, name string, uid types.UID, created time.Time) (
 func (w *Watcher) start(ns string) *nsWatch {
 	managed := labels.Set{LabelManagedBy: ManagedByValue}.AsSelector().String()
 	nw := &nsWatch{
-		ns: ns,
-		pods: coreinformers.NewFilteredPodInformer(w.client, ns, 0, cache.Indexers{},
-			func(o *metav1.ListOptions) { o.LabelSelector = managed }),
+		ns:   ns,
+		pods: newPodInformer(w.client, ns, managed),
 		subs: map[string]map[*podSub]struct{}{},
 	}
 	nw.events = newEventFeed(w.client, ns, nw.eventSeen)

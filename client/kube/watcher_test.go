@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // apiCalls counts the fake clientset's requests by "verb resource".
@@ -90,7 +92,7 @@ func TestWaitRunningSharesWatches(t *testing.T) {
 	calls := countCalls(cs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	wt := NewWatcher(cs)
+	wt := NewWatcher(clientset.Wrap(cs))
 	defer wt.Close()
 	var pods []*Pod
 	for _, ns := range []string{"ci", "ci-large"} {
@@ -101,7 +103,7 @@ func TestWaitRunningSharesWatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Create(ctx, cs, objs, nil)
+			p, err := Create(ctx, clientset.Wrap(cs), objs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +184,7 @@ func TestWaitRunningSeesEarlierEventsOfEveryFirstJob(t *testing.T) {
 	defer cancel()
 	cs := fakeCluster()
 	watches := trackWatches(cs)
-	wt := NewWatcher(cs)
+	wt := NewWatcher(clientset.Wrap(cs))
 	defer wt.Close()
 	var pods []*Pod
 	for range 2 {
@@ -212,7 +214,7 @@ func TestWatcherWatchBeforeTheFirstPod(t *testing.T) {
 	cs := fakeCluster()
 	watches := trackWatches(cs) // before countCalls, whose reactor then runs first
 	calls := countCalls(cs)
-	wt := NewWatcher(cs)
+	wt := NewWatcher(clientset.Wrap(cs))
 	defer wt.Close()
 	if err := wt.Watch(ctx, "ci"); err != nil {
 		t.Fatal(err)
@@ -239,7 +241,7 @@ func TestWatcherWatchBeforeTheFirstPod(t *testing.T) {
 	})
 	cctx, ccancel := context.WithCancel(ctx)
 	ccancel()
-	other := NewWatcher(cs)
+	other := NewWatcher(clientset.Wrap(cs))
 	defer other.Close()
 	if err := other.Watch(cctx, "other"); err == nil || !strings.Contains(err.Error(), "namespace other") {
 		t.Fatalf("Watch with a cancelled context: %v; want an error naming the namespace", err)

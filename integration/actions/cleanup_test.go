@@ -17,6 +17,8 @@ import (
 	ktesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 )
 
@@ -26,8 +28,8 @@ func fakeHook(cs kubernetes.Interface, env map[string]string) (*Hook, *bytes.Buf
 	return &Hook{
 		Getenv: func(k string) string { return env[k] },
 		Stdout: &bytes.Buffer{}, Stderr: &stderr,
-		Connect: func(kube.ConfigOptions) (*rest.Config, string, kubernetes.Interface, error) {
-			return &rest.Config{}, "ci", cs, nil
+		Connect: func(kube.ConfigOptions) (*rest.Config, string, kubeapi.Interface, error) {
+			return &rest.Config{}, "ci", clientset.Wrap(cs), nil
 		},
 	}, &stderr
 }

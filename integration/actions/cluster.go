@@ -3,11 +3,11 @@ package actions
 import (
 	"context"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	"github.com/tether-ci/tether/integration/actions/hookapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
 	"github.com/tether-ci/tether/internal/lockedbuf"
@@ -17,21 +17,21 @@ import (
 // cluster is the API server connection of one command.
 type cluster struct {
 	cfg       *rest.Config
-	cs        kubernetes.Interface
+	cs        kubeapi.Interface
 	namespace string
 }
 
 // Connector makes the API server connection of one command: the REST
 // configuration (for attach), the namespace of the job pods and the
 // clientset.
-type Connector func(kube.ConfigOptions) (*rest.Config, string, kubernetes.Interface, error)
+type Connector func(kube.ConfigOptions) (*rest.Config, string, kubeapi.Interface, error)
 
 // connect loads the Kubernetes configuration the settings name, through
 // h.Connect (cmdutil.KubeClients when nil).
 func (h *Hook) connect() (*cluster, error) {
 	connect := h.Connect
 	if connect == nil {
-		connect = func(o kube.ConfigOptions) (*rest.Config, string, kubernetes.Interface, error) {
+		connect = func(o kube.ConfigOptions) (*rest.Config, string, kubeapi.Interface, error) {
 			return cmdutil.KubeClients(o)
 		}
 	}

@@ -19,13 +19,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	ktesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/internal/contract"
 )
 
@@ -60,26 +60,26 @@ func deletingAttachServer(t *testing.T, cs *fake.Clientset, attaches *atomic.Int
 // attachURLs is cs with the attach URLs of the server of cfg: the
 // fake's CoreV1().RESTClient(), with which a Transport makes them, is
 // nil.
-func attachURLs(t *testing.T, cs *fake.Clientset, cfg *rest.Config) kubernetes.Interface {
+func attachURLs(t *testing.T, cs *fake.Clientset, cfg *rest.Config) kubeapi.Interface {
 	t.Helper()
-	real, err := kubernetes.NewForConfig(cfg)
+	real, err := kubeapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fakeWithREST{cs, real.CoreV1().RESTClient()}
+	return fakeWithREST{clientset.Wrap(cs), real.CoreV1().RESTClient()}
 }
 
 type fakeWithREST struct {
-	*fake.Clientset
+	kubeapi.Interface
 	rc rest.Interface
 }
 
-func (c fakeWithREST) CoreV1() corev1client.CoreV1Interface {
-	return coreWithREST{c.Clientset.CoreV1(), c.rc}
+func (c fakeWithREST) CoreV1() kubeapi.CoreV1Interface {
+	return coreWithREST{c.Interface.CoreV1(), c.rc}
 }
 
 type coreWithREST struct {
-	corev1client.CoreV1Interface
+	kubeapi.CoreV1Interface
 	rc rest.Interface
 }
 
@@ -130,7 +130,7 @@ func TestPrepareJobFallsBackColdWhenTheClaimedPodIsLost(t *testing.T) {
 			env := poolHookEnv(t)
 			env[EnvReconnectTimeout] = "5m"
 			h, stderr := fakeHook(cs, env)
-			h.Connect = func(kube.ConfigOptions) (*rest.Config, string, kubernetes.Interface, error) {
+			h.Connect = func(kube.ConfigOptions) (*rest.Config, string, kubeapi.Interface, error) {
 				return cfg, "ci", attachURLs(t, cs, cfg), nil
 			}
 			h.Settings = fakeSettings(t, env)

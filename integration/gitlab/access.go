@@ -10,8 +10,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 )
 
@@ -36,7 +36,7 @@ type accessReport struct {
 // authenticated identity may create), asked concurrently, and who the
 // identity is, for the message. An error means the API server gave no
 // answer (the commands themselves then fail with what they could not do).
-func checkGitlabAccess(ctx context.Context, cs kubernetes.Interface, ns string) (accessReport, error) {
+func checkGitlabAccess(ctx context.Context, cs kubeapi.Interface, ns string) (accessReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, accessCheckTimeout)
 	defer cancel()
 	rep := accessReport{Namespace: ns}

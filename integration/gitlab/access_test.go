@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 )
 
@@ -60,7 +61,7 @@ func fakeAuthorizer(t *testing.T, user string, fail error, denied ...string) *fa
 func TestGitLabAccessCheck(t *testing.T) {
 	const user = "system:serviceaccount:ci:gitlab-runner"
 	cs := fakeAuthorizer(t, user, nil, "get pods/attach", "create pods/attach", "watch events")
-	rep, err := checkGitlabAccess(t.Context(), cs, "ci")
+	rep, err := checkGitlabAccess(t.Context(), clientset.Wrap(cs), "ci")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,32 +80,32 @@ func TestGitLabAccessCheck(t *testing.T) {
 	if w := rep.Warning(); !strings.Contains(w, "may not watch events (prepare streams the pod's events") || strings.Contains(w, "attach") {
 		t.Errorf("warning %q: want one about watching events only", w)
 	}
-	rep, _ = checkGitlabAccess(t.Context(), fakeAuthorizer(t, user, nil, "list events", "watch events"), "ci")
+	rep, _ = checkGitlabAccess(t.Context(), clientset.Wrap(fakeAuthorizer(t, user, nil, "list events", "watch events")), "ci")
 	if w := rep.Warning(); !strings.Contains(w, "may not list and watch events (prepare streams") || rep.Err() != nil {
 		t.Errorf("without events: warning %q, error %v", w, rep.Err())
 	}
 
 	// Nothing granted: the namespace is the likely mistake.
-	rep, _ = checkGitlabAccess(t.Context(), fakeAuthorizer(t, user, nil, "create pods", "get pods", "delete pods",
-		"get pods/attach", "create pods/attach", "get pods/log"), "ci")
+	rep, _ = checkGitlabAccess(t.Context(), clientset.Wrap(fakeAuthorizer(t, user, nil, "create pods", "get pods", "delete pods",
+		"get pods/attach", "create pods/attach", "get pods/log")), "ci")
 	if e := rep.Err(); e == nil || !strings.Contains(e.Error(), "is ci the jobs' namespace (namespace: in the driver config)?") {
 		t.Errorf("nothing granted: %v", e)
 	}
 
 	// Either attach verb is enough; all granted: nothing to say.
-	rep, err = checkGitlabAccess(t.Context(), fakeAuthorizer(t, user, nil, "create pods/attach"), "ci")
+	rep, err = checkGitlabAccess(t.Context(), clientset.Wrap(fakeAuthorizer(t, user, nil, "create pods/attach")), "ci")
 	if err != nil || rep.Err() != nil || rep.Warning() != "" {
 		t.Errorf("WebSocket attach allowed: err %v, report %+v", err, rep)
 	}
 
 	// Missing delete: cleanup could never delete a pod.
-	rep, _ = checkGitlabAccess(t.Context(), fakeAuthorizer(t, "", nil, "delete pods"), "ci")
+	rep, _ = checkGitlabAccess(t.Context(), clientset.Wrap(fakeAuthorizer(t, "", nil, "delete pods")), "ci")
 	if e := rep.Err(); e == nil || !strings.Contains(e.Error(), "the runner's Kubernetes identity may not delete pods (cleanup deletes") {
 		t.Errorf("without delete: %v", e)
 	}
 
 	// No answer (a review the API server refuses): an error, no verdict.
-	_, err = checkGitlabAccess(t.Context(), fakeAuthorizer(t, user, errors.New("the server is down")), "ci")
+	_, err = checkGitlabAccess(t.Context(), clientset.Wrap(fakeAuthorizer(t, user, errors.New("the server is down"))), "ci")
 	if err == nil || !strings.Contains(err.Error(), "the server is down") {
 		t.Errorf("failing review: %v", err)
 	}

@@ -1,7 +1,7 @@
 package gitlab
 
 import (
-	"k8s.io/client-go/kubernetes"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	"k8s.io/client-go/rest"
 
 	"github.com/tether-ci/tether/client/kube"
@@ -15,7 +15,7 @@ import (
 type kubeConn struct {
 	rc *rest.Config
 	ns string
-	cs kubernetes.Interface
+	cs kubeapi.Interface
 	// kubeconfig, context and namespace are the settings it was built for.
 	kubeconfig, context, namespace string
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // fakeJobPod is the pod name the driver gives job 7 of runner 3.
@@ -30,7 +32,7 @@ const fakeJobPod = "tether-gitlab-r3-j7"
 func fakeDriver(t *testing.T, cs *fake.Clientset, args ...string) (*Settings, Env) {
 	t.Helper()
 	cfg := gitlabTestFlags(t, args...)
-	cfg.kube = &kubeConn{rc: &rest.Config{Host: "https://127.0.0.1:1"}, ns: "ci", cs: cs,
+	cfg.kube = &kubeConn{rc: &rest.Config{Host: "https://127.0.0.1:1"}, ns: "ci", cs: clientset.Wrap(cs),
 		kubeconfig: cfg.Kubeconfig, context: cfg.Context, namespace: cfg.Namespace}
 	resp := filepath.Join(t.TempDir(), "job.json")
 	if err := os.WriteFile(resp, []byte(`{"image":{"name":"alpine:3"},"runner_info":{"timeout":600}}`), 0o600); err != nil {

@@ -7,8 +7,8 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 )
 
@@ -17,7 +17,7 @@ import (
 // covers every permission of gitlab.Access. false (a permission not
 // covered, an incomplete answer from an authorizer that cannot list its
 // rules, or no answer) means: ask permission by permission.
-func rulesAllowAll(ctx context.Context, cs kubernetes.Interface, ns string) bool {
+func rulesAllowAll(ctx context.Context, cs kubeapi.Interface, ns string) bool {
 	r, err := cs.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx,
 		&authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
 	if err != nil || r.Status.Incomplete {

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // roleRules are the rules of the Role in deploy/gitlab/rbac.yaml as a
@@ -48,7 +50,7 @@ func TestGitLabAccessFromRules(t *testing.T) {
 	const user = "system:serviceaccount:ci:gitlab-runner"
 	cs := fakeAuthorizer(t, user, nil, "get pods/attach", "create pods/attach")
 	reviews := withRules(t, cs, roleRules, false)
-	rep, err := checkGitlabAccess(t.Context(), cs, "ci")
+	rep, err := checkGitlabAccess(t.Context(), clientset.Wrap(cs), "ci")
 	if err != nil || rep.Err() != nil || rep.Warning() != "" || *reviews != 0 {
 		t.Fatalf("full Role: %+v, %v after %d access reviews; want no finding and no access review", rep, err, *reviews)
 	}
@@ -58,14 +60,14 @@ func TestGitLabAccessFromRules(t *testing.T) {
 
 	cs = fakeAuthorizer(t, user, nil, "get pods/attach", "create pods/attach")
 	reviews = withRules(t, cs, roleRules, true)
-	rep, _ = checkGitlabAccess(t.Context(), cs, "ci")
+	rep, _ = checkGitlabAccess(t.Context(), clientset.Wrap(cs), "ci")
 	if rep.Err() == nil || *reviews == 0 {
 		t.Errorf("incomplete rules: %+v after %d access reviews; want the authorizer's answer (pods/attach missing)", rep, *reviews)
 	}
 
 	cs = fakeAuthorizer(t, user, nil, "get pods/attach", "create pods/attach")
 	reviews = withRules(t, cs, roleRules[2:], false)
-	rep, _ = checkGitlabAccess(t.Context(), cs, "ci")
+	rep, _ = checkGitlabAccess(t.Context(), clientset.Wrap(cs), "ci")
 	if rep.Err() == nil || *reviews == 0 {
 		t.Errorf("rules without pods: %+v after %d access reviews; want the per-verb check", rep, *reviews)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	gitlab "github.com/tether-ci/tether/integration/gitlab/internal/runnerapi"
 	"github.com/tether-ci/tether/internal/testing/attachserver"
 	"github.com/tether-ci/tether/protocol"
@@ -134,7 +135,7 @@ func TestCheckRunnerCommand(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	check := func(pod string, job *gitlab.Job) string {
 		var out bytes.Buffer
-		checkRunnerCommand(context.Background(), &kube.Pod{Client: cs, Namespace: "ci", Name: pod}, job, "registry.example/helper:1", "alpine:3", &out, log)
+		checkRunnerCommand(context.Background(), &kube.Pod{Client: clientset.Wrap(cs), Namespace: "ci", Name: pod}, job, "registry.example/helper:1", "alpine:3", &out, log)
 		return out.String()
 	}
 	got := check("lacks", caches)

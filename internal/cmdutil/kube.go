@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // DeleteTimeout bounds deleting the pod at the end of a job.
@@ -50,12 +50,12 @@ func (h debugHandler) WithGroup(name string) slog.Handler {
 
 // KubeClients loads the client configuration the kubectl way (KUBECONFIG,
 // --kubeconfig, --context, -n, in-cluster) and builds a clientset for it.
-func KubeClients(opts kube.ConfigOptions) (*rest.Config, string, *kubernetes.Clientset, error) {
+func KubeClients(opts kube.ConfigOptions) (*rest.Config, string, *kubeapi.Clientset, error) {
 	cfg, ns, err := kube.LoadConfig(opts)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeapi.New(cfg)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("build a Kubernetes client: %w", err)
 	}

@@ -104,7 +104,7 @@ func (o *Options) Serve(ctx context.Context, stderr io.Writer) int {
 		return ExitUsage
 	}
 	cmdutil.RouteKlog(log)
-	_, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: o.Kubeconfig, Context: o.Context, Namespace: o.Namespace})
+	ns, cs, err := typedClientset(kube.ConfigOptions{Kubeconfig: o.Kubeconfig, Context: o.Context, Namespace: o.Namespace})
 	if err != nil {
 		log.Error("cannot reach Kubernetes", "err", err)
 		return ExitFailed
@@ -160,7 +160,7 @@ func (o *Options) Status(ctx context.Context, stdout, stderr io.Writer) int {
 			sizes[p.Name] = p.Size
 		}
 	}
-	_, ns, cs, err := cmdutil.KubeClients(kube.ConfigOptions{Kubeconfig: o.Kubeconfig, Context: o.Context, Namespace: o.Namespace})
+	ns, cs, err := typedClientset(kube.ConfigOptions{Kubeconfig: o.Kubeconfig, Context: o.Context, Namespace: o.Namespace})
 	if err != nil {
 		fmt.Fprintf(stderr, "tether pool status: cannot reach Kubernetes: %v\n", err)
 		return ExitFailed

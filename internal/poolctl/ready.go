@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/internal/contract"
 )
 
@@ -30,7 +31,7 @@ func (l *leader) markReady(p *corev1.Pod) {
 		}()
 		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout)
 		defer cancel()
-		if _, err := kube.MarkWarmReady(ctx, l.opts.Client, pod); err != nil {
+		if _, err := kube.MarkWarmReady(ctx, clientset.Wrap(l.opts.Client), pod); err != nil {
 			if l.ctx.Err() == nil {
 				l.opts.Log.Info("a warm pod is not ready yet; looking again", "pool", pod.Labels[contract.LabelPool], "pod", pod.Name, "err", err)
 				l.queue.AddRateLimited(pod.Labels[contract.LabelPool])

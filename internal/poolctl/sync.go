@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/internal/contract"
 )
 
@@ -148,7 +149,7 @@ func (l *leader) create(ctx context.Context, cfg *poolConfig) error {
 		return err
 	}
 	l.exp.expectCreate(cfg.Name, objs.Pod.Name)
-	pod, err := kube.Create(ctx, l.opts.Client, objs, l.opts.Log)
+	pod, err := kube.Create(ctx, clientset.Wrap(l.opts.Client), objs, l.opts.Log)
 	if err != nil {
 		l.exp.created(cfg.Name, objs.Pod.Name)
 		return err

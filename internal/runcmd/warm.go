@@ -5,11 +5,11 @@ import (
 	"errors"
 	"io"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	"github.com/tether-ci/tether/internal/cmdutil"
 )
 
@@ -20,7 +20,7 @@ import (
 // job reached it (the claimed pod is deleted first): the caller then
 // starts a cold pod at once. Otherwise the output, exit code, cancel,
 // timeouts and cleanup are those of a cold pod.
-func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubernetes.Interface, spec kube.Spec, job client.Job, stdout io.Writer) (code int, ok bool) {
+func runWarm(ctx context.Context, f *Flags, cfg *rest.Config, cs kubeapi.Interface, spec kube.Spec, job client.Job, stdout io.Writer) (code int, ok bool) {
 	log := f.Logger
 	// The claim attaches and protects the pod while it claims it; the
 	// claim saw the build container running, so the pod is read only if

@@ -16,11 +16,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	"github.com/tether-ci/tether/internal/testing/faultproxy"
 )
 
@@ -254,7 +254,7 @@ func proxiedTransport(t *testing.T, c *Cluster, pod *kube.Pod, opts kube.Transpo
 	proxy := apiFaultProxy(t, c)
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Host = "https://" + proxy.Addr()
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

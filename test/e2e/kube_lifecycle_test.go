@@ -18,6 +18,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -98,7 +99,7 @@ func TestKubeOwnedObjectsGarbageCollected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := kube.Create(ctx, c.Client, objs, kubeLogger(t))
+	pod, err := kube.Create(ctx, clientset.Wrap(c.Client), objs, kubeLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestKubeWaitFailsClearly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pod, err := kube.Create(ctx, c.Client, objs, kubeLogger(t))
+			pod, err := kube.Create(ctx, clientset.Wrap(c.Client), objs, kubeLogger(t))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 	"github.com/tether-ci/tether/protocol"
 )
 
@@ -110,7 +110,7 @@ func TestKubeLogReplayWithDiagnosticsInBlocks(t *testing.T) {
 	counter := &logStreamCounter{n: map[string]int{}}
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Wrap(counter.wrap)
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

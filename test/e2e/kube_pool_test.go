@@ -19,6 +19,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // poolSettings are the pod settings of the e2e pools: what `tether run
@@ -42,7 +43,7 @@ func startWarmPods(ctx context.Context, t *testing.T, c *Cluster, pool string, s
 				errs[i] = err
 				return
 			}
-			pod, err := kube.Create(ctx, c.Client, objs, kubeLogger(t))
+			pod, err := kube.Create(ctx, clientset.Wrap(c.Client), objs, kubeLogger(t))
 			if err != nil {
 				errs[i] = err
 				return
@@ -63,7 +64,7 @@ func startWarmPods(ctx context.Context, t *testing.T, c *Cluster, pool string, s
 				if got.Status.Phase != corev1.PodRunning {
 					return false, nil
 				}
-				_, err = kube.MarkWarmReady(ctx, c.Client, got)
+				_, err = kube.MarkWarmReady(ctx, clientset.Wrap(c.Client), got)
 				return err == nil, err
 			})
 		})
@@ -204,7 +205,7 @@ func TestKubePoolPodGoneBeforeAttach(t *testing.T) {
 	spec := kubeSpec(ns, BusyboxImage, "echo must not run\n")
 	// The pool's settings (poolSettings names no pull policy).
 	spec.IdleTimeout, spec.Labels, spec.PullPolicy = 0, nil, ""
-	pod, err := kube.Claim(ctx, c.Client, kube.ClaimRequest{Pool: "gone", Spec: spec, Logger: kubeLogger(t)})
+	pod, err := kube.Claim(ctx, clientset.Wrap(c.Client), kube.ClaimRequest{Pool: "gone", Spec: spec, Logger: kubeLogger(t)})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // requestCounter counts a process's API requests by "VERB resource"
@@ -110,7 +111,7 @@ func TestKubeManyJobsShareWatches(t *testing.T) {
 	counter := &requestCounter{n: map[string]int{}}
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Wrap(counter.wrap)
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // restrictedNamespace creates a namespace where the PodSecurity admission
@@ -54,7 +55,7 @@ func TestKubeRestrictedNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = kube.Create(ctx, c.Client, objs, kubeLogger(t))
+		_, err = kube.Create(ctx, clientset.Wrap(c.Client), objs, kubeLogger(t))
 		if err == nil {
 			t.Fatal("a pod without Restricted was admitted into a namespace enforcing restricted: enforcement is not live")
 		}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tether-ci/tether/client"
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 // repoRoot is the repository, two levels above this package.
@@ -115,7 +116,7 @@ func startPod(ctx context.Context, t testing.TB, c *Cluster, spec kube.Spec) (*k
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := kube.Create(ctx, c.Client, objs, kubeLogger(t))
+	pod, err := kube.Create(ctx, clientset.Wrap(c.Client), objs, kubeLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

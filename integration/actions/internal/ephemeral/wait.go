@@ -14,9 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/client/kube/kubeapi"
 )
 
 // Poll is how often WaitRunning reads the pod.
@@ -26,7 +26,7 @@ const Poll = 200 * time.Millisecond
 // namespace/pod runs. A container that ended or cannot start
 // (kube.FatalWaiting), a pod that ended or is gone, or a pod that cannot
 // be read for budget, is an error; so is ctx's end.
-func WaitRunning(ctx context.Context, pods corev1client.PodsGetter, namespace, pod, name string, budget time.Duration) error {
+func WaitRunning(ctx context.Context, pods kubeapi.PodsGetter, namespace, pod, name string, budget time.Duration) error {
 	lastOK := time.Now()
 	var failed error
 	err := wait.PollUntilContextCancel(ctx, Poll, true, func(ctx context.Context) (bool, error) {

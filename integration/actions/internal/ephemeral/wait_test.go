@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	ktesting "k8s.io/client-go/testing"
+
+	"github.com/tether-ci/tether/client/kube/kubeapi/clientset"
 )
 
 func podWith(phase corev1.PodPhase, states ...corev1.ContainerStatus) *corev1.Pod {
@@ -45,7 +47,7 @@ func TestWaitRunning(t *testing.T) {
 			if tc.pod != nil {
 				cs = fake.NewClientset(tc.pod)
 			}
-			err := WaitRunning(ctx, cs.CoreV1(), "ci", "job", "step-1", time.Minute)
+			err := WaitRunning(ctx, clientset.Wrap(cs).CoreV1(), "ci", "job", "step-1", time.Minute)
 			if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
@@ -69,7 +71,7 @@ func TestWaitRunningWaits(t *testing.T) {
 		}
 		return true, podWith(corev1.PodRunning, step(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}})), nil
 	})
-	if err := WaitRunning(context.Background(), cs.CoreV1(), "ci", "job", "step-1", time.Minute); err != nil || gets != 3 {
+	if err := WaitRunning(context.Background(), clientset.Wrap(cs).CoreV1(), "ci", "job", "step-1", time.Minute); err != nil || gets != 3 {
 		t.Fatalf("err %v after %d reads, want none after 3", err, gets)
 	}
 
@@ -78,7 +80,7 @@ func TestWaitRunningWaits(t *testing.T) {
 		return true, nil, apierrors.NewServiceUnavailable("down")
 	})
 	start := time.Now()
-	err := WaitRunning(context.Background(), cs.CoreV1(), "ci", "job", "step-1", 500*time.Millisecond)
+	err := WaitRunning(context.Background(), clientset.Wrap(cs).CoreV1(), "ci", "job", "step-1", 500*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "could not be read for 500ms") || time.Since(start) < 500*time.Millisecond {
 		t.Fatalf("err %v after %v, want the unreadable pod after the budget", err, time.Since(start))
 	}
@@ -86,7 +88,7 @@ func TestWaitRunningWaits(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errors.New("the runner cancelled the job"))
 	cs = fake.NewClientset(pulling)
-	if err := WaitRunning(ctx, cs.CoreV1(), "ci", "job", "step-1", time.Minute); err == nil || !strings.Contains(err.Error(), "cancelled while its container started: the runner cancelled the job") {
+	if err := WaitRunning(ctx, clientset.Wrap(cs).CoreV1(), "ci", "job", "step-1", time.Minute); err == nil || !strings.Contains(err.Error(), "cancelled while its container started: the runner cancelled the job") {
 		t.Fatalf("err %v, want the cancel's cause", err)
 	}
 }
