@@ -124,6 +124,11 @@ func TestNodeReadIsWhatTheCodeCalls(t *testing.T) {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
 			}
+			// The API layer hands Nodes() on (its NodeInterface has only
+			// the verbs callers may use); the calls are its callers'.
+			if filepath.ToSlash(filepath.Dir(path)) == "../client/kube/kubeapi" || filepath.ToSlash(filepath.Dir(path)) == "../client/kube/kubeapi/clientset" {
+				return nil
+			}
 			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 			if err != nil {
 				return err
