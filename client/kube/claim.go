@@ -210,7 +210,11 @@ func Claim(ctx context.Context, cs kubeapi.Interface, req ClaimRequest) (claimed
 			switch {
 			case s.NoDisruptionProtection:
 			case req.Connect != nil:
-				p.protecting = startProtect(ctx, cs, got, log)
+				var started <-chan struct{}
+				if pending != nil {
+					started = pending.delivered
+				}
+				p.protecting = startProtect(ctx, cs, got, started, log)
 			default:
 				if err := Protect(ctx, cs, got); err != nil {
 					ProtectionWarning(log, got, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -28,20 +29,47 @@ type ClaimConnect struct {
 // update made the pod the job's: the first Connect of the pod's Transport
 // takes it. No byte is written to it before that Connect.
 type pendingAttach struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed once conn or err is set
-	conn   client.Conn
-	err    error
-	once   sync.Once // abandon
+	cancel    context.CancelFunc
+	done      chan struct{} // closed once conn or err is set
+	delivered chan struct{} // closed once conn delivered its first bytes
+	conn      client.Conn
+	err       error
+	once      sync.Once // abandon
+}
+
+// afterStartWait bounds how long the requests a claimed pod's job makes
+// beside it (its budget's create, its disruption watch) wait for the
+// job's attach to deliver its first bytes: until then the API server is
+// connecting that attach to the kubelet and the runtime, and on a small
+// node every request beside it delays the job's first output.
+const afterStartWait = time.Second
+
+// firstBytesConn closes delivered once a Read returned data.
+type firstBytesConn struct {
+	client.Conn
+	delivered chan struct{}
+	once      sync.Once
+}
+
+func (c *firstBytesConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.once.Do(func() { close(c.delivered) })
+	}
+	return n, err
 }
 
 // startAttach opens an attach session through t in the background.
 func startAttach(ctx context.Context, t *Transport, cs kubeapi.Interface) *pendingAttach {
 	ctx, cancel := context.WithCancel(ctx)
-	pa := &pendingAttach{cancel: cancel, done: make(chan struct{})}
+	pa := &pendingAttach{cancel: cancel, done: make(chan struct{}), delivered: make(chan struct{})}
 	go func() {
 		defer close(pa.done)
-		pa.conn, pa.err = t.attach(ctx, cs)
+		conn, err := t.attach(ctx, cs)
+		if conn != nil {
+			conn = &firstBytesConn{Conn: conn, delivered: pa.delivered}
+		}
+		pa.conn, pa.err = conn, err
 	}()
 	return pa
 }
@@ -83,12 +111,16 @@ type protection struct {
 	err  error
 }
 
-// startProtect creates pod's budget (Protect) in the background; a failure
-// is logged as ProtectionWarning, as for a pod that Create protects.
-func startProtect(ctx context.Context, cs kubeapi.Interface, pod *corev1.Pod, log *slog.Logger) *protection {
+// startProtect creates pod's budget (Protect) in the background once the
+// job's attach delivered its first bytes (or after afterStartWait); a
+// failure is logged as ProtectionWarning, as for a pod that Create
+// protects. The pod was evictable while it waited in its pool: a budget
+// that follows the job's start by a few milliseconds loses nothing.
+func startProtect(ctx context.Context, cs kubeapi.Interface, pod *corev1.Pod, after <-chan struct{}, log *slog.Logger) *protection {
 	pr := &protection{done: make(chan struct{})}
 	go func() {
 		defer close(pr.done)
+		waitStarted(after)
 		if pr.err = Protect(context.WithoutCancel(ctx), cs, pod); pr.err != nil {
 			ProtectionWarning(log, pod, pr.err)
 		}
@@ -116,6 +148,20 @@ func (p *Pod) Protected(ctx context.Context) error {
 		return pr.err
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+}
+
+// waitStarted waits until started is closed (nil: at once), at most
+// afterStartWait.
+func waitStarted(started <-chan struct{}) {
+	if started == nil {
+		return
+	}
+	t := time.NewTimer(afterStartWait)
+	defer t.Stop()
+	select {
+	case <-started:
+	case <-t.C:
 	}
 }
 

@@ -89,9 +89,17 @@ func (t *Transport) connectWatched(ctx context.Context, w *disruptionWatch) (cli
 	c, err := t.connect(ctx)
 	if !t.Options.LazyDisruptionWatch {
 		// A claimed pod's watch starts once the attach its claim opened
-		// is done with, so that its requests are not in the way of the
+		// delivered its first bytes (at most afterStartWait after it is
+		// done with), so that its requests are not in the way of the
 		// job's start (for any other pod it began with Run).
-		w.begin()
+		if fb, ok := c.(*firstBytesConn); ok {
+			go func() {
+				waitStarted(fb.delivered)
+				w.begin()
+			}()
+		} else {
+			w.begin()
+		}
 	}
 	if err != nil {
 		// A lazy watch starts with the first failed attach, and its
