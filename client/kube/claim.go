@@ -43,8 +43,10 @@ type ClaimRequest struct {
 	// way (no byte goes over it before the update succeeded; a session to
 	// a pod another job claimed first is closed), and the first Connect of
 	// the returned Pod's first Transport takes that session. The pod's
-	// PodDisruptionBudget is then created in the background while the job
-	// starts (Pod.Protected waits for it; Pod.Delete does). Nil: Claim
+	// PodDisruptionBudget is then created in the background once that
+	// session delivered its first bytes, at most a second after the claim,
+	// so that its request is not in the way of the job's start
+	// (Pod.Protected waits for it; Pod.Delete does). Nil: Claim
 	// returns once the pod is claimed and protected, for a caller that
 	// attaches later or in another process.
 	Connect *ClaimConnect
@@ -107,8 +109,8 @@ func (e *MissError) Unwrap() []error { return []error{ErrNoWarmPod, e.Err} }
 // the pod is the job's, Protect gives it its PodDisruptionBudget (a warm
 // pod is evictable while idle; a claimed one is protected as a cold one;
 // a budget that cannot be made is a warning in the Logger, as for a cold
-// pod). With req.Connect the attach session and the budget's create
-// overlap the claim and the job's start (see ClaimRequest.Connect).
+// pod). With req.Connect the attach session overlaps the claim, and the
+// budget's create follows the job's start (see ClaimRequest.Connect).
 //
 // The returned Pod's Job carries the job's data for the attach stream: its
 // scripts as Files (in FilesDir), its variables as an EnvFile, the values
