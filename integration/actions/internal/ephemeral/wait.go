@@ -22,12 +22,28 @@ import (
 // Poll is how often WaitRunning reads the pod.
 const Poll = 200 * time.Millisecond
 
+// ConfigGrace is how long the step's container may fail to be created
+// (CreateContainerConfigError, CreateContainerError, RunContainerError)
+// before the wait gives up, as for a pod's own containers
+// (kube.DefaultConfigErrorTimeout): the kubelet retries, and its first
+// tries can miss the step's just created Secret ("failed to sync secret
+// cache").
+const ConfigGrace = kube.DefaultConfigErrorTimeout
+
 // WaitRunning waits until the ephemeral container name of the pod
 // namespace/pod runs. A container that ended or cannot start
-// (kube.FatalWaiting), a pod that ended or is gone, or a pod that cannot
-// be read for budget, is an error; so is ctx's end.
+// (kube.FatalWaiting; a container that cannot be created once that
+// persisted for ConfigGrace), a pod that ended or is gone, or a pod that
+// cannot be read for budget, is an error; so is ctx's end.
 func WaitRunning(ctx context.Context, pods kubeapi.PodsGetter, namespace, pod, name string, budget time.Duration) error {
+	return waitRunning(ctx, pods, namespace, pod, name, budget, ConfigGrace)
+}
+
+// waitRunning is WaitRunning with the grace of a container that cannot be
+// created.
+func waitRunning(ctx context.Context, pods kubeapi.PodsGetter, namespace, pod, name string, budget, configGrace time.Duration) error {
 	lastOK := time.Now()
+	var configSince time.Time // when the container began to fail to be created
 	var failed error
 	err := wait.PollUntilContextCancel(ctx, Poll, true, func(ctx context.Context) (bool, error) {
 		p, err := pods.Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
@@ -44,6 +60,16 @@ func WaitRunning(ctx context.Context, pods kubeapi.PodsGetter, namespace, pod, n
 		}
 		lastOK = time.Now()
 		failed = started(p, name)
+		if cw := (*configWaiting)(nil); errors.As(failed, &cw) {
+			if configSince.IsZero() {
+				configSince = time.Now()
+			}
+			if time.Since(configSince) < configGrace {
+				return false, nil
+			}
+		} else {
+			configSince = time.Time{}
+		}
 		return failed != errNotYet, nil
 	})
 	switch {
@@ -69,12 +95,22 @@ func started(p *corev1.Pod, name string) error {
 		t := cs.State.Terminated
 		return fmt.Errorf("the step's container (image %s) ended as it started, before its program ran: exit code %d, %s: %s", cs.Image, t.ExitCode, t.Reason, t.Message)
 	case cs != nil && cs.State.Waiting != nil && kube.FatalWaiting(cs.State.Waiting.Reason):
-		return fmt.Errorf("the step's container (image %s) cannot start: %s: %s", cs.Image, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		err := fmt.Errorf("the step's container (image %s) cannot start: %s: %s", cs.Image, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		if we := (*kube.WaitingError)(nil); errors.As(kube.WaitingFailure(p, *cs), &we) {
+			return &configWaiting{err}
+		}
+		return err
 	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 		return fmt.Errorf("the job's pod %s/%s ended (%s) before the step's container ran", p.Namespace, p.Name, p.Status.Phase)
 	}
 	return errNotYet
 }
+
+// configWaiting is started's answer while the container cannot be created
+// (the kubelet retries it).
+type configWaiting struct{ err error }
+
+func (c *configWaiting) Error() string { return c.err.Error() }
 
 // Status is the status of the pod's ephemeral container name, nil when
 // the kubelet reported none yet.

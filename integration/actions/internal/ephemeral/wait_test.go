@@ -92,3 +92,37 @@ func TestWaitRunningWaits(t *testing.T) {
 		t.Fatalf("err %v, want the cancel's cause", err)
 	}
 }
+
+// A container that cannot be created is waited for while the kubelet
+// retries (its first tries can miss the step's new Secret), and ends the
+// wait once that persisted for the grace; an image that cannot be pulled
+// ends it at once.
+func TestWaitRunningConfigGrace(t *testing.T) {
+	configErr := podWith(corev1.PodRunning, step(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "CreateContainerConfigError", Message: "failed to sync secret cache: timed out waiting for the condition"}}))
+	cs := fake.NewClientset(configErr)
+	gets := 0
+	cs.PrependReactor("get", "pods", func(ktesting.Action) (bool, runtime.Object, error) {
+		gets++
+		if gets < 3 {
+			return true, configErr, nil
+		}
+		return true, podWith(corev1.PodRunning, step(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}})), nil
+	})
+	if err := waitRunning(context.Background(), clientset.Wrap(cs).CoreV1(), "ci", "job", "step-1", time.Minute, time.Minute); err != nil || gets != 3 {
+		t.Fatalf("err %v after %d reads, want the container running after 3", err, gets)
+	}
+
+	start := time.Now()
+	err := waitRunning(context.Background(), clientset.Wrap(fake.NewClientset(configErr)).CoreV1(), "ci", "job", "step-1", time.Minute, 500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "cannot start: CreateContainerConfigError: failed to sync secret cache") || time.Since(start) < 500*time.Millisecond {
+		t.Fatalf("err %v after %v, want the config error once it persisted for the grace", err, time.Since(start))
+	}
+
+	pull := podWith(corev1.PodRunning, step(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}}))
+	start = time.Now()
+	err = waitRunning(context.Background(), clientset.Wrap(fake.NewClientset(pull)).CoreV1(), "ci", "job", "step-1", time.Minute, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "ErrImagePull") || time.Since(start) > 10*time.Second {
+		t.Fatalf("err %v after %v, want the pull error at once", err, time.Since(start))
+	}
+}
