@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tether-ci/tether/client/kube"
+	"github.com/tether-ci/tether/internal/contract"
 )
 
 // poolRounds is the least number of warm and cold rounds of the pool
@@ -43,7 +44,7 @@ func poolSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 		return sec, nil
 	}
 	rounds := max(cfg.repeat, poolRounds)
-	warm, cold, err := poolEcho(ctx, cfg, n, ws, rounds, log)
+	warm, cold, unfaulted, err := poolEcho(ctx, cfg, n, ws, rounds, log)
 	var steps *table
 	var stepsNote string
 	if err == nil {
@@ -62,6 +63,7 @@ func poolSection(ctx context.Context, cfg *config, ws *workspace, log *slog.Logg
 		"each a whole CLI process; first output is from the process's start to the first byte on its stdout. %d rounds interleaved; median.", warmSettle, rounds))
 	t := &table{head: []string{"echo job on the node", "first output (median)", "range", "whole command (median)", "range"}}
 	t.add("warm: `tether run --pool …`", ms(warm.first.median()), ms(warm.first.min())+"–"+ms(warm.first.max()), ms(warm.whole.median()), ms(warm.whole.min())+"–"+ms(warm.whole.max()))
+	t.add("warm, the heap's pages faulted in one by one (`"+contract.HeapPrefaultVar+"=0`)", ms(unfaulted.first.median()), ms(unfaulted.first.min())+"–"+ms(unfaulted.first.max()), ms(unfaulted.whole.median()), ms(unfaulted.whole.min())+"–"+ms(unfaulted.whole.max()))
 	t.add("cold: `tether run …`", ms(cold.first.median()), ms(cold.first.min())+"–"+ms(cold.first.max()), ms(cold.whole.median()), ms(cold.whole.min())+"–"+ms(cold.whole.max()))
 	sec.tabs = append(sec.tabs, t)
 	sec.notes = append(sec.notes, stepsNote)
@@ -115,48 +117,67 @@ func poolBreakdown(ctx context.Context, cfg *config, warm echoTimes) (*table, st
 		"The claim's update and the attach overlap (the attach opens while the update is under way), and the budget's create runs beside the job.", nil
 }
 
-// poolEcho runs the interleaved warm and cold echo jobs.
-func poolEcho(ctx context.Context, cfg *config, n *node, ws *workspace, rounds int, log *slog.Logger) (warm, cold echoTimes, err error) {
+// poolEcho runs the interleaved warm and cold echo jobs, and the warm
+// job again with the heap's pages faulted in one by one (unfaulted).
+func poolEcho(ctx context.Context, cfg *config, n *node, ws *workspace, rounds int, log *slog.Logger) (warm, cold, unfaulted echoTimes, err error) {
 	echo, err := ws.script("pool-echo.sh", "#!/bin/sh\necho hello\n")
 	if err != nil {
-		return warm, cold, err
+		return warm, cold, unfaulted, err
 	}
 	k, err := newKubeEnv(n.kubeconfig, n.images)
 	if err != nil {
-		return warm, cold, err
+		return warm, cold, unfaulted, err
 	}
 	pool := randomName("bench-")
 	warm.ns = k.ns
 	settings := kube.Spec{Namespace: k.ns, Image: n.images.build, HelperImage: n.images.helper}
 	base := []string{"run", "--image", n.images.build, "--helper-image", n.images.helper, "--kubeconfig", n.kubeconfig, "--quiet"}
 	for r := range rounds {
-		name, err := startWarmPod(ctx, k, settings, pool)
+		wr, err := warmRun(ctx, cfg, k, settings, pool, append(append([]string{}, base...), "--pool", pool, echo), nil)
 		if err != nil {
-			return warm, cold, err
+			return warm, cold, unfaulted, err
 		}
-		// A warm pod waits for its job: the node is done starting it.
-		time.Sleep(warmSettle)
-		started := time.Now()
-		wf, ww, err := timedFirstOutput(ctx, cfg.tether, append(append([]string{}, base...), "--pool", pool, echo)...)
+		warm.rounds = append(warm.rounds, wr)
+		warm.first, warm.whole = append(warm.first, wr.first), append(warm.whole, wr.whole)
+		cf, cw, err := timedFirstOutput(ctx, nil, cfg.tether, append(append([]string{}, base...), echo)...)
 		if err != nil {
-			return warm, cold, fmt.Errorf("warm echo job: %w", err)
-		}
-		warm.rounds = append(warm.rounds, warmRound{start: started, first: wf, whole: ww, pod: name})
-		// A job that missed the pool ran cold: the pod is left, idle.
-		if got, gerr := k.cs.CoreV1().Pods(k.ns).Get(ctx, name, metav1.GetOptions{}); gerr == nil && got.Labels[kube.LabelWarm] != kube.WarmClaimed {
-			_ = k.cs.CoreV1().Pods(k.ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
-			return warm, cold, fmt.Errorf("the warm echo job did not claim the warm pod %s (labels %v)", name, got.Labels)
-		}
-		warm.first, warm.whole = append(warm.first, wf), append(warm.whole, ww)
-		cf, cw, err := timedFirstOutput(ctx, cfg.tether, append(append([]string{}, base...), echo)...)
-		if err != nil {
-			return warm, cold, fmt.Errorf("cold echo job: %w", err)
+			return warm, cold, unfaulted, fmt.Errorf("cold echo job: %w", err)
 		}
 		cold.first, cold.whole = append(cold.first, cf), append(cold.whole, cw)
-		log.Info("pool echo", "round", r+1, "warm_first", wf.Round(time.Millisecond), "warm", ww.Round(time.Millisecond),
-			"cold_first", cf.Round(time.Millisecond), "cold", cw.Round(time.Millisecond))
+		// The same warm job with the heap's pages faulted in one by one
+		// (internal/startgc), for the side-by-side row.
+		ur, err := warmRun(ctx, cfg, k, settings, pool, append(append([]string{}, base...), "--pool", pool, echo), []string{contract.HeapPrefaultVar + "=0"})
+		if err != nil {
+			return warm, cold, unfaulted, err
+		}
+		unfaulted.first, unfaulted.whole = append(unfaulted.first, ur.first), append(unfaulted.whole, ur.whole)
+		log.Info("pool echo", "round", r+1, "warm_first", wr.first.Round(time.Millisecond), "warm", wr.whole.Round(time.Millisecond),
+			"cold_first", cf.Round(time.Millisecond), "cold", cw.Round(time.Millisecond), "unfaulted_first", ur.first.Round(time.Millisecond))
 	}
-	return warm, cold, nil
+	return warm, cold, unfaulted, nil
+}
+
+// warmRun makes one warm pod of pool, waits warmSettle and runs the
+// warm job (args, with env added to the environment), which must claim
+// that pod.
+func warmRun(ctx context.Context, cfg *config, k *kubeEnv, settings kube.Spec, pool string, args, env []string) (warmRound, error) {
+	name, err := startWarmPod(ctx, k, settings, pool)
+	if err != nil {
+		return warmRound{}, err
+	}
+	// A warm pod waits for its job: the node is done starting it.
+	time.Sleep(warmSettle)
+	started := time.Now()
+	wf, ww, err := timedFirstOutput(ctx, env, cfg.tether, args...)
+	if err != nil {
+		return warmRound{}, fmt.Errorf("warm echo job: %w", err)
+	}
+	// A job that missed the pool ran cold: the pod is left, idle.
+	if got, gerr := k.cs.CoreV1().Pods(k.ns).Get(ctx, name, metav1.GetOptions{}); gerr == nil && got.Labels[kube.LabelWarm] != kube.WarmClaimed {
+		_ = k.cs.CoreV1().Pods(k.ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+		return warmRound{}, fmt.Errorf("the warm echo job did not claim the warm pod %s (labels %v)", name, got.Labels)
+	}
+	return warmRound{start: started, first: wf, whole: ww, pod: name}, nil
 }
 
 // startWarmPod makes one claimable warm pod of pool and returns its name.
@@ -200,10 +221,13 @@ func startWarmPod(ctx context.Context, k *kubeEnv, settings kube.Spec, pool stri
 // timedFirstOutput runs bin with args; it returns how long after the
 // start the first byte reached its stdout, and how long it ran. The
 // output must be "hello\n".
-func timedFirstOutput(ctx context.Context, bin string, args ...string) (first, whole time.Duration, err error) {
+func timedFirstOutput(ctx context.Context, env []string, bin string, args ...string) (first, whole time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, 0, err

@@ -55,6 +55,10 @@ const (
 	CLIImageRepository = "ghcr.io/tether-ci/tether"
 	// DevImageTag tags the images of builds that are not releases.
 	DevImageTag = "dev"
+	// HeapPrefaultVar is the environment variable that, set to 0, keeps
+	// the tether CLI from populating its heap's first chunk at its start
+	// (internal/startgc): the bench compares both.
+	HeapPrefaultVar = "TETHER_HEAP_PREFAULT"
 )
 
 // IsRelease reports whether v is a release version as `make release

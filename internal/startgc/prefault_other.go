@@ -1,0 +1,9 @@
+//go:build !linux
+
+package startgc
+
+import "errors"
+
+// prefaultHeap does nothing where Linux's MADV_POPULATE_WRITE does not
+// exist.
+func prefaultHeap() error { return errors.ErrUnsupported }
