@@ -83,7 +83,7 @@ func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request) {
 	if !filepath.IsAbs(pos[0]) && req.Dir != "" {
 		pos[0] = filepath.Join(req.Dir, pos[0])
 	}
-	cfg.kube, cfg.spares = a.kube, a.spares
+	cfg.kube, cfg.spares, cfg.readJob = a.kube, a.spares, a.readJob
 	cfg.stageStarted = func(job string, from int64) {
 		_ = stage.WriteEncoded(c, stage.FrameStarted, stage.Started{Job: job, From: from})
 	}

@@ -36,7 +36,11 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 	if !gitlab.KnownStage(stage) {
 		fmt.Fprintf(stderr, "WARNING: tether: unknown stage %s: running it in the build container\n", stage)
 	}
-	job, err := gitlab.ReadJob(env)
+	readJob := cfg.readJob
+	if readJob == nil {
+		readJob = func(env Env) (*gitlab.Job, error) { return gitlab.ReadJob(env) }
+	}
+	job, err := readJob(env)
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
