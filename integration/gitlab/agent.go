@@ -62,6 +62,7 @@ func Agent(ctx context.Context, cfg *Settings, env Env) int {
 		return fail(err)
 	}
 	cmdutil.RouteKlog(log)
+	tuneAgentGC(env)
 	kc, err := newKubeConn(cfg)
 	if err != nil {
 		return fail(err)
