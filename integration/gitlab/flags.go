@@ -78,6 +78,8 @@ type Settings struct {
 	// readJob, when set (by the agent), reads the job response in place
 	// of gitlab.ReadJob.
 	readJob func(Env) (*gitlab.Job, error)
+	// clock, when set (by the agent), times the stage's steps.
+	clock *stageClock
 }
 
 // gitlabNoHelper is the GitLabHelperImage that turns the helper container off.

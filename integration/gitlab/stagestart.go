@@ -32,6 +32,9 @@ type stageStart struct {
 	// adopt, when set, wraps the connections the stage opens itself so
 	// that the agent can keep them (spareSet.adopt).
 	adopt func(client.Conn) client.Conn
+	// clock, when set, times the stage's first write and first bytes
+	// back.
+	clock *stageClock
 }
 
 // startTap finds where a new stage's records start: the offset of the
