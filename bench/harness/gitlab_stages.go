@@ -59,7 +59,7 @@ func newGitlabJob(cfg *config, n *node, ws *workspace, id int64) (*gitlabJob, er
 	if err := os.WriteFile(filepath.Join(dir, "response.json"), resp, 0o600); err != nil {
 		return nil, err
 	}
-	conf := fmt.Sprintf("kubeconfig: %s\nhelper-image: %s\ngitlab-helper-image: none\npull-policy: Never\n", n.kubeconfig, n.images.helper)
+	conf := fmt.Sprintf("kubeconfig: %s\nhelper-image: %s\ngitlab-helper-image: none\npull-policy: Never\nlog-file: %s\nverbose: true\n", n.kubeconfig, n.images.helper, filepath.Join(dir, agentLogName))
 	if err := os.WriteFile(filepath.Join(dir, "tether.yaml"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
@@ -270,6 +270,13 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 		fmt.Sprintf("median %s, p90 %s, min %s", ms(agentStages.median()), ms(agentStages.percentile(90)), ms(agentStages.min())))
 	t.add("of which the agent's work: request on its socket → exit code (configuration, attach, job, final record)",
 		fmt.Sprintf("median %s, p90 %s, min %s", ms(agentWork.median()), ms(agentWork.percentile(90)), ms(agentWork.min())))
+	if steps, err := agentStepRows(filepath.Join(j.dir, agentLogName), "step_script", echoEnd); err != nil {
+		sec.notes = append(sec.notes, "The agent's steps were not read: "+err.Error())
+	} else {
+		for _, r := range steps {
+			t.add(r[0], r[1])
+		}
+	}
 	t.add("of which the stage process: start, socket, relay, exit (medians' difference)",
 		ms(agentStages.median()-agentWork.median()))
 	t.add("of which its process start: `tether-stage --version` start → exit (same binary, no work)",
