@@ -41,3 +41,23 @@ func TestAgentStepRows(t *testing.T) {
 		t.Error("no records after the time given, and no error")
 	}
 }
+
+// An agent's cost is read from its threads' schedstat and its stat: this
+// process's own grows as it works.
+func TestAgentCost(t *testing.T) {
+	cpu0, f0, err := agentCost(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	cpu1, f1, err := agentCost(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu1 <= cpu0 || f1 <= f0 {
+		t.Fatalf("CPU %s → %s, faults %d → %d: want both to grow", cpu0, cpu1, f0, f1)
+	}
+}

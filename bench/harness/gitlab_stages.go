@@ -228,6 +228,11 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 		return err
 	}
 	defer stub.close()
+	ab, err := newAgentAB(ctx, cfg, n, ws, j, id+2, os.Getenv(agentBeforeVar))
+	if err != nil {
+		return err
+	}
+	defer ab.close(ctx)
 	var agentStages, agentWork, stageStarts, stubStages, stages, starts, inits durations
 	for range rounds {
 		out, d, err := j.stage(ctx, "step_script", "true", true)
@@ -239,6 +244,9 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 			return err
 		}
 		agentWork = append(agentWork, d)
+		if err := ab.round(); err != nil {
+			return err
+		}
 		if d, err = versionRun(ctx, j.stageBin); err != nil {
 			return err
 		}
@@ -270,6 +278,9 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 		fmt.Sprintf("median %s, p90 %s, min %s", ms(agentStages.median()), ms(agentStages.percentile(90)), ms(agentStages.min())))
 	t.add("of which the agent's work: request on its socket → exit code (configuration, attach, job, final record)",
 		fmt.Sprintf("median %s, p90 %s, min %s", ms(agentWork.median()), ms(agentWork.percentile(90)), ms(agentWork.min())))
+	for _, r := range ab.rows() {
+		t.add(r[0], r[1])
+	}
 	if steps, err := agentStepRows(filepath.Join(j.dir, agentLogName), "step_script", echoEnd); err != nil {
 		sec.notes = append(sec.notes, "The agent's steps were not read: "+err.Error())
 	} else {
