@@ -59,7 +59,7 @@ func newGitlabJob(cfg *config, n *node, ws *workspace, id int64) (*gitlabJob, er
 	if err := os.WriteFile(filepath.Join(dir, "response.json"), resp, 0o600); err != nil {
 		return nil, err
 	}
-	conf := fmt.Sprintf("kubeconfig: %s\nhelper-image: %s\ngitlab-helper-image: none\npull-policy: Never\n", n.kubeconfig, n.images.helper)
+	conf := fmt.Sprintf("kubeconfig: %s\nhelper-image: %s\ngitlab-helper-image: none\npull-policy: Never\nlog-file: %s\nverbose: true\n", n.kubeconfig, n.images.helper, filepath.Join(dir, agentLogName))
 	if err := os.WriteFile(filepath.Join(dir, "tether.yaml"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
@@ -228,6 +228,11 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 		return err
 	}
 	defer stub.close()
+	ab, err := newAgentAB(ctx, cfg, n, ws, j, id+2, os.Getenv(agentBeforeVar))
+	if err != nil {
+		return err
+	}
+	defer ab.close(ctx)
 	var agentStages, agentWork, stageStarts, stubStages, stages, starts, inits durations
 	for range rounds {
 		out, d, err := j.stage(ctx, "step_script", "true", true)
@@ -239,6 +244,9 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 			return err
 		}
 		agentWork = append(agentWork, d)
+		if err := ab.round(); err != nil {
+			return err
+		}
 		if d, err = versionRun(ctx, j.stageBin); err != nil {
 			return err
 		}
@@ -270,6 +278,16 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 		fmt.Sprintf("median %s, p90 %s, min %s", ms(agentStages.median()), ms(agentStages.percentile(90)), ms(agentStages.min())))
 	t.add("of which the agent's work: request on its socket → exit code (configuration, attach, job, final record)",
 		fmt.Sprintf("median %s, p90 %s, min %s", ms(agentWork.median()), ms(agentWork.percentile(90)), ms(agentWork.min())))
+	for _, r := range ab.rows() {
+		t.add(r[0], r[1])
+	}
+	if steps, err := agentStepRows(filepath.Join(j.dir, agentLogName), "step_script", echoEnd); err != nil {
+		sec.notes = append(sec.notes, "The agent's steps were not read: "+err.Error())
+	} else {
+		for _, r := range steps {
+			t.add(r[0], r[1])
+		}
+	}
 	t.add("of which the stage process: start, socket, relay, exit (medians' difference)",
 		ms(agentStages.median()-agentWork.median()))
 	t.add("of which its process start: `tether-stage --version` start → exit (same binary, no work)",

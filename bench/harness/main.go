@@ -24,6 +24,7 @@
 //	BENCH_HEAPPROFILE  kube-jobs/kube-bare: write the heap profile at the peak of RssAnon here
 //	BENCH_SHIM         shim binary instead of bin/tether-shim (e.g. bench/shimprof, to profile it)
 //	BENCH_CPUPROFILE   write the harness's own CPU profile (client side) to this file
+//	BENCH_GITLAB_AGENT_BEFORE  gitlab: another tether binary (an earlier build) whose stage agent is timed beside this build's, stage for stage
 //
 // The harness is also its own GitLab read-logs emulation: invoked as
 // `harness read-logs PATH` it follows PATH the way GitLab Runner's helper

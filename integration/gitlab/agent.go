@@ -62,6 +62,7 @@ func Agent(ctx context.Context, cfg *Settings, env Env) int {
 		return fail(err)
 	}
 	cmdutil.RouteKlog(log)
+	tuneAgentGC(env)
 	kc, err := newKubeConn(cfg)
 	if err != nil {
 		return fail(err)
@@ -122,6 +123,8 @@ type agent struct {
 	one sync.Mutex
 	// parsed are the previous stage's settings (guarded by one).
 	parsed *stageSettings
+	// job is the previous stage's job response (guarded by one).
+	job *jobResponse
 	// stages counts the connections being served.
 	stages sync.WaitGroup
 	// spares are the attaches kept for the job's next stages.

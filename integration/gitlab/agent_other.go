@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os/exec"
 )
 
 // agentSupported: the agent is Linux's only (peer credentials, pidfds);
@@ -17,3 +18,5 @@ var errNoAgent = errors.New("the stage agent runs on Linux only")
 func peerUID(*net.UnixConn) (int, error) { return 0, errNoAgent }
 
 func watchRunner(context.Context, int, func()) error { return errNoAgent }
+
+func startDetached(cmd *exec.Cmd) error { return cmd.Start() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,7 @@ func (a *agent) serve(ctx context.Context, c *net.UnixConn) {
 	if err != nil {
 		return
 	}
+	read := time.Now()
 	_ = c.SetReadDeadline(time.Time{})
 	switch typ {
 	case stage.FrameQuit:
@@ -55,7 +57,7 @@ func (a *agent) serve(ctx context.Context, c *net.UnixConn) {
 		}
 		a.activity <- true
 		defer func() { a.activity <- false }()
-		a.stage(ctx, c, req)
+		a.stage(ctx, c, req, newStageClock(read))
 	}
 }
 
@@ -64,11 +66,11 @@ func (a *agent) serve(ctx context.Context, c *net.UnixConn) {
 // stage's settings must use the agent's connection; otherwise, and when
 // its arguments do not parse, the agent declines and the stage process
 // runs `tether gitlab run` itself (which then reports any error).
-func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request) {
-	start := time.Now()
+func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request, clock *stageClock) {
 	env := envOf(req.Env)
 	var cfg Settings
 	pos, err := a.parse(&cfg, req.Args, env)
+	clock.mark(stepSettings)
 	switch {
 	case err != nil:
 		_ = stage.WriteFrame(c, stage.FrameDecline, []byte(err.Error()))
@@ -83,7 +85,7 @@ func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request) {
 	if !filepath.IsAbs(pos[0]) && req.Dir != "" {
 		pos[0] = filepath.Join(req.Dir, pos[0])
 	}
-	cfg.kube, cfg.spares = a.kube, a.spares
+	cfg.kube, cfg.spares, cfg.readJob, cfg.clock = a.kube, a.spares, a.readJob, clock
 	cfg.stageStarted = func(job string, from int64) {
 		_ = stage.WriteEncoded(c, stage.FrameStarted, stage.Started{Job: job, From: from})
 	}
@@ -107,7 +109,11 @@ func (a *agent) stage(ctx context.Context, c *net.UnixConn, req stage.Request) {
 	stderr := stage.FrameWriter{W: c, Type: stage.FrameStderr}
 	code := Command(ctx, &cfg, env, "run", pos, discardErrors{stdout}, discardErrors{stderr})
 	_ = stage.WriteFrame(c, stage.FrameExit, []byte(strconv.Itoa(code)))
-	a.log.Debug("stage served", "stage", pos[1], "code", code, "took", time.Since(start))
+	clock.mark(stepExit)
+	if a.log.Enabled(ctx, slog.LevelDebug) {
+		attrs := append([]slog.Attr{slog.String("stage", pos[1]), slog.Int("code", code), slog.Duration("took", time.Since(clock.start))}, clock.attrs()...)
+		a.log.LogAttrs(ctx, slog.LevelDebug, "stage served", attrs...)
+	}
 }
 
 // discardErrors is a writer that reports every write as done: a stage

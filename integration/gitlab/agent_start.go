@@ -52,7 +52,7 @@ func (f *Settings) startAgent(env Env) *agentStart {
 	cmd.Env = append(os.Environ(), agentReadyVar+"=3", agentRunnerVar+"="+strconv.Itoa(os.Getppid()))
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startDetached(cmd); err != nil {
 		_ = r.Close()
 		log.Warn("cannot start the stage agent; stages run without it", "err", err)
 		return nil

@@ -75,6 +75,11 @@ type Settings struct {
 	stageStarted func(job string, from int64)
 	// spares are the agent's spare attaches, which its stages use.
 	spares *spareSet
+	// readJob, when set (by the agent), reads the job response in place
+	// of gitlab.ReadJob.
+	readJob func(Env) (*gitlab.Job, error)
+	// clock, when set (by the agent), times the stage's steps.
+	clock *stageClock
 }
 
 // gitlabNoHelper is the GitLabHelperImage that turns the helper container off.

@@ -36,7 +36,11 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 	if !gitlab.KnownStage(stage) {
 		fmt.Fprintf(stderr, "WARNING: tether: unknown stage %s: running it in the build container\n", stage)
 	}
-	job, err := gitlab.ReadJob(env)
+	readJob := cfg.readJob
+	if readJob == nil {
+		readJob = func(env Env) (*gitlab.Job, error) { return gitlab.ReadJob(env) }
+	}
+	job, err := readJob(env)
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
 		return codes.SystemFailure
@@ -59,7 +63,7 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 	}
 	stageJob, warning := gitlabStageJob(stage, content, job, cfg, env)
 	spareKey := pod.Namespace + "/" + pod.Name + "/" + pod.Container
-	at := stageStart{started: cfg.stageStarted}
+	at := stageStart{started: cfg.stageStarted, clock: cfg.clock}
 	resumeJob, from, skip, resume, err := resumeOf(env)
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: tether: %v\n", err)
@@ -86,8 +90,16 @@ func Run(ctx context.Context, cfg *Settings, env Env, script, stage string, stdo
 		gate = client.NewLineGate(stdout)
 	}
 	notices := newStageNotices()
+	events := notices.event
+	if cfg.clock != nil {
+		events = func(ev client.Event) {
+			cfg.clock.event(ev)
+			notices.event(ev)
+		}
+	}
+	cfg.clock.mark(stepReady)
 	res, last, err := runStage(ctx, transport(kube.TransportOptions{Logger: log}), stageJob,
-		client.Options{Output: gate, Logger: log, Events: notices.event}, at)
+		client.Options{Output: gate, Logger: log, Events: events}, at)
 	// A script whose last line has no newline: the driver's lines start
 	// on a line of their own.
 	_ = gate.End(gate)

@@ -55,3 +55,36 @@ func TestKeptConnectionKnowsTheEndWhileQuiet(t *testing.T) {
 		t.Fatal("a connection was kept after a failed stage")
 	}
 }
+
+// What a stage has not read yet of one read of the kept connection stays
+// as it came while the connection's next read arrives.
+func TestKeptConnectionChunkSurvivesTheNextRead(t *testing.T) {
+	ctx := t.Context()
+	s := newSpareSet(ctx, slog.New(slog.DiscardHandler), func() {})
+	defer s.closeAll()
+	shim, agent := net.Pipe()
+	defer shim.Close()
+	conn := s.adopt("ns/p/build", pipeConn{agent})
+	got := make([]byte, 1)
+	write := func(p string) {
+		t.Helper()
+		if _, err := shim.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("abcd")
+	if _, err := conn.Read(got); err != nil || string(got) != "a" {
+		t.Fatalf("first read: %q, %v", got, err)
+	}
+	// The pump reads the next bytes while the stage still holds "bcd".
+	write("WXYZ") // returns once the pump read it
+	rest := make([]byte, 8)
+	n, err := conn.Read(rest)
+	if err != nil || string(rest[:n]) != "bcd" {
+		t.Fatalf("the rest of the first read: %q, %v; want %q", rest[:n], err, "bcd")
+	}
+	n, err = conn.Read(rest)
+	if err != nil || string(rest[:n]) != "WXYZ" {
+		t.Fatalf("the second read: %q, %v; want %q", rest[:n], err, "WXYZ")
+	}
+}

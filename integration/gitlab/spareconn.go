@@ -1,6 +1,7 @@
 package gitlab
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,10 @@ func newSpareConn(conn client.Conn, ended func()) *spareConn {
 	return c
 }
 
-// pump reads the stream for its whole life.
+// pump reads the stream for its whole life, into one buffer: a stage
+// gets a copy of what each read returned (a stage's records are a few
+// hundred bytes; a new buffer of spareReadSize for each read was most of
+// the agent's allocation per stage).
 func (c *spareConn) pump() {
 	buf := make([]byte, spareReadSize)
 	for {
@@ -58,8 +62,7 @@ func (c *spareConn) pump() {
 		// holds is before its answer and may be dropped.
 		if l := c.held.Load(); n > 0 && l != nil {
 			select {
-			case l.chunks <- buf[:n]:
-				buf = make([]byte, spareReadSize)
+			case l.chunks <- bytes.Clone(buf[:n]):
 			case <-l.released:
 				c.idle.Add(int64(n))
 			}

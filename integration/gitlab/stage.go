@@ -29,7 +29,7 @@ import (
 func runStage(ctx context.Context, t *kube.Transport, job client.Job, opts client.Options, at stageStart) (res client.Result, last client.Conn, err error) {
 	t.Options.AttachFirst = true
 	t.Options.LazyDisruptionWatch = true
-	rt := &refusalStop{Transport: t, spare: at.spare, adopt: at.adopt}
+	rt := &refusalStop{Transport: t, spare: at.spare, adopt: at.adopt, clock: at.clock}
 	switch {
 	case at.resume:
 		opts.From = at.from
@@ -66,6 +66,8 @@ type refusalStop struct {
 	adopt func(client.Conn) client.Conn
 	// last is the connection opened last (before any tap).
 	last client.Conn
+	// clock, when set, times the session's first write and read.
+	clock *stageClock
 }
 
 func (r *refusalStop) Connect(ctx context.Context) (client.Conn, error) {
@@ -87,6 +89,9 @@ func (r *refusalStop) Connect(ctx context.Context) (client.Conn, error) {
 	}
 	if err == nil && r.tap != nil {
 		c = &tappedConn{Conn: c, tap: r.tap}
+	}
+	if err == nil && r.clock != nil {
+		c = &clockedConn{Conn: c, clock: r.clock}
 	}
 	return c, err
 }

@@ -32,6 +32,9 @@ type stageStart struct {
 	// adopt, when set, wraps the connections the stage opens itself so
 	// that the agent can keep them (spareSet.adopt).
 	adopt func(client.Conn) client.Conn
+	// clock, when set, times the stage's first write and first bytes
+	// back.
+	clock *stageClock
 }
 
 // startTap finds where a new stage's records start: the offset of the
@@ -47,7 +50,10 @@ type startTap struct {
 // see reads one command line the session wrote.
 func (t *startTap) see(line []byte) {
 	line = bytes.TrimLeft(line, string(rune(protocol.Reset)))
-	if len(line) == 0 || line[0] != '{' {
+	// Only a resume command is parsed: the job's other command lines
+	// (its files, base64 in JSON, the job itself) are most of what a
+	// stage writes, and none of them holds the quoted word.
+	if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte(quotedResume)) {
 		return
 	}
 	cmd, err := protocol.ParseCommand(line)
@@ -58,6 +64,9 @@ func (t *startTap) see(line []byte) {
 		})
 	}
 }
+
+// quotedResume is in every resume command line (its "cmd" value).
+const quotedResume = `"` + string(protocol.CmdResume) + `"`
 
 // tappedConn shows its tap every command line written to the shim before
 // the line goes out.
@@ -72,13 +81,16 @@ func (c *tappedConn) Write(p []byte) (int, error) {
 		return c.Conn.Write(p)
 	}
 	c.partial = append(c.partial, p...)
-	for {
+	for !c.tap.done.Load() {
 		i := bytes.IndexByte(c.partial, '\n')
 		if i < 0 {
 			break
 		}
 		c.tap.see(c.partial[:i])
 		c.partial = c.partial[i+1:]
+	}
+	if c.tap.done.Load() {
+		c.partial = nil // the tap has what it wanted
 	}
 	if len(c.partial) > 64<<10 {
 		c.partial = nil // not a command line
