@@ -173,10 +173,10 @@ func forEachBuild(t *testing.T, f func(t *testing.T, b build)) {
 // job is one stage process's surroundings: its directories, its
 // environment and the agent's directory.
 type job struct {
-	t                  *testing.T
-	b                  build
+	t                   *testing.T
+	b                   build
 	dir, bin, work, pwd string
-	env                []string
+	env                 []string
 }
 
 // newJob copies b's binary into a directory of its own (where the fake
