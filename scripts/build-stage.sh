@@ -60,11 +60,14 @@ want_c() {
 }
 
 build() {
-  local out=$1 goos=$2 goarch=$3 version=$4 cc
-  [[ "$version" =~ ^[A-Za-z0-9._+-]+$ ]] || die "version $version: letters, digits and . _ + - only"
+  local out=$1 goos=$2 goarch=$3 version=$4 cc quoted
+  [[ "$version" != *$'\n'* ]] || die "version $version: one line"
+  # A C string literal: \ and " escaped.
+  quoted=${version//\\/\\\\}
+  quoted=${quoted//\"/\\\"}
   if [ "${TETHER_STAGE_BUILD:-}" != go ] && [ "$goos" = linux ] && cc=$(compiler "$goarch"); then
     # shellcheck disable=SC2086 # STAGE_CFLAGS is a list of flags
-    if "$cc" -std=c11 ${STAGE_CFLAGS:--O2 -static -s} -DTETHER_VERSION="\"$version\"" -o "$out" "$src"/*.c; then
+    if "$cc" -std=c11 ${STAGE_CFLAGS:--O2 -static -s} -DTETHER_VERSION="\"$quoted\"" -o "$out" "$src"/*.c; then
       echo "build-stage: $out: the C build ($cc) for $goos/$goarch" >&2
       return 0
     fi
