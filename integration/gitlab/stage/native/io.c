@@ -17,6 +17,9 @@ static volatile sig_atomic_t first_sig, second_sig;
 static int wake[2] = {-1, -1};
 static int agent = -1;
 static const char *cancelled;
+/* in_stderr is set while a write to stderr is under way: a signal's line
+ * waits for its end rather than cut into the stage's bytes. */
+static bool in_stderr;
 
 static void on_signal(int sig)
 {
@@ -69,13 +72,8 @@ const char *signals_cancelled(void)
  * first cancels the stage over the socket, the second ends the process. */
 void signals_handle(void)
 {
-	if (agent < 0)
+	if (agent < 0 || in_stderr)
 		return;
-	if (wake[0] >= 0) {
-		char drain[16];
-		while (read(wake[0], drain, sizeof drain) > 0)
-			;
-	}
 	if (first_sig && !cancelled) {
 		cancelled = signal_name(first_sig);
 		char msg[96];
@@ -104,6 +102,11 @@ static bool wait_for(int fd, short events)
 		int r = poll(p, wake[0] >= 0 ? 2 : 1, -1);
 		if (r < 0 && errno != EINTR)
 			return false;
+		if (r > 0 && wake[0] >= 0 && p[1].revents) {
+			char drain[16];
+			while (read(wake[0], drain, sizeof drain) > 0)
+				;
+		}
 		if (r > 0 && p[0].revents)
 			return true;
 	}
@@ -115,6 +118,8 @@ static size_t put(int fd, const void *p, size_t n, bool sock)
 {
 	const char *b = p;
 	size_t done = 0;
+	bool was = in_stderr;
+	in_stderr = in_stderr || fd == 2;
 	while (done < n) {
 		ssize_t w = sock ? send(fd, b + done, n - done, MSG_NOSIGNAL) : write(fd, b + done, n - done);
 		if (w >= 0) {
@@ -127,6 +132,7 @@ static size_t put(int fd, const void *p, size_t n, bool sock)
 			break;
 		}
 	}
+	in_stderr = was;
 	return done;
 }
 
@@ -182,6 +188,7 @@ static bool fill(int fd, size_t n)
  * frame over MAX_FRAME: the agent is gone. */
 bool read_frame(int fd, int *typ, struct bytes *payload)
 {
+	signals_handle(); /* what came while the last frame was written */
 	if (!fill(fd, 5))
 		return false;
 	const unsigned char *h = rbuf + rstart;
