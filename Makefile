@@ -13,15 +13,21 @@ FUZZTIME ?= 20s
 
 all: build
 
+# bin/tether-stage, GitLab's run_exec, is the C build (static, it starts in
+# ~2 ms) when a C compiler (cc or gcc) is found, else the Go build: a clone
+# without one still builds, runs `make demo` and the tests. The Go build, the
+# reference, is bin/tether-stage-go either way (scripts/build-stage.sh).
 build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-shim ./cmd/shim
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether ./cmd/tether
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-pool ./cmd/tether-pool
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-stage ./cmd/tether-stage
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/tether-stage-go ./cmd/tether-stage
+	scripts/build-stage.sh build $(BIN)/tether-stage "$$($(GO) env GOOS)" "$$($(GO) env GOARCH)" "$(VERSION)"
 
 # make install: tether, tether-pool (the pools' controller, which `tether pool
-# serve|status` runs), tether-stage and tether-shim side by side in GOBIN
+# serve|status` runs), tether-stage (the C build when a C compiler is found)
+# and tether-shim side by side in GOBIN
 # (default $(go env GOPATH)/bin), where the local backend finds the shim next
 # to tether.
 install:
@@ -29,7 +35,7 @@ install:
 	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether-shim" ./cmd/shim && \
 	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether" ./cmd/tether && \
 	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether-pool" ./cmd/tether-pool && \
-	  $(GO) build $(GOFLAGS_BUILD) -o "$$dest/tether-stage" ./cmd/tether-stage && \
+	  scripts/build-stage.sh build "$$dest/tether-stage" "$$($(GO) env GOOS)" "$$($(GO) env GOARCH)" "$(VERSION)" && \
 	  echo "installed $$dest/tether, $$dest/tether-pool, $$dest/tether-stage and $$dest/tether-shim"
 
 # make test: lint, then every unit, real-process and in-process attach test,
@@ -48,6 +54,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$$(scripts/tools.sh staticcheck) ./...
+	scripts/build-stage.sh lint
 
 # Each fuzz target for FUZZTIME (make test runs the seed corpora).
 fuzz:

@@ -181,7 +181,8 @@ prepare() {
 }
 
 # oci_image NAME: cross-build cmd/NAME's binary (and the tether image's
-# tether-pool and tether-stage beside it) for each platform and write the
+# tether-pool and tether-stage beside it, tether-stage the C build where
+# scripts/build-stage.sh finds a compiler) for each platform and write the
 # multi-platform OCI archive bin/images/NAME.tar.
 oci_image() {
   local name=$1 pkg p os arch b bins=() beside=()
@@ -197,9 +198,14 @@ oci_image() {
       -o "$out/$os-$arch/$name" "$pkg"
     bins+=(--binary "$p=$out/$os-$arch/$name")
     for b in "${beside[@]}"; do
-      CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
-        -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
-        -o "$out/$os-$arch/$b" "./cmd/$b"
+      if [ "$b" = tether-stage ]; then
+        # The C build where a C compiler for the platform is found.
+        scripts/build-stage.sh build "$out/$os-$arch/$b" "$os" "$arch" "$version"
+      else
+        CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
+          -ldflags "-s -w -X github.com/tether-ci/tether/internal/version.Version=$version" \
+          -o "$out/$os-$arch/$b" "./cmd/$b"
+      fi
       bins+=(--binary "$b:$p=$out/$os-$arch/$b")
     done
   done

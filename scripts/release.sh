@@ -8,7 +8,13 @@
 #                                                 `tether pool serve|status` runs
 #                                                 (beside tether)
 #   tether-stage-VERSION-{linux,darwin}-{amd64,arm64}
-#                                                 GitLab's run_exec (beside tether)
+#                                                 GitLab's run_exec (beside tether):
+#                                                 on linux the C build, static,
+#                                                 when a C compiler for the
+#                                                 architecture is found (arm64:
+#                                                 aarch64-linux-gnu-gcc), else
+#                                                 the Go build; the log says
+#                                                 which (scripts/build-stage.sh)
 #   tether-shim-VERSION-linux-{amd64,arm64}       the shim, static
 #   tether-shim-VERSION.oci.tar                   ghcr.io/tether-ci/tether-shim:VERSION
 #   tether-VERSION.oci.tar                        ghcr.io/tether-ci/tether:VERSION
@@ -60,7 +66,7 @@ build() { # build NAME PKG OS ARCH
 for p in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
   build tether ./cmd/tether "${p%/*}" "${p#*/}"
   build tether-pool ./cmd/tether-pool "${p%/*}" "${p#*/}"
-  build tether-stage ./cmd/tether-stage "${p%/*}" "${p#*/}"
+  scripts/build-stage.sh build "$dist/tether-stage-$version-${p%/*}-${p#*/}" "${p%/*}" "${p#*/}" "$version"
 done
 for p in linux/amd64 linux/arm64; do
   build tether-shim ./cmd/shim "${p%/*}" "${p#*/}"

@@ -266,6 +266,10 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 		}
 		starts, inits = append(starts, d), append(inits, initTime)
 	}
+	builds, buildsNote, err := stageBuildsTable(ctx, j, stub, rounds)
+	if err != nil {
+		return err
+	}
 	cleanupStart := time.Now()
 	if out, _, err := j.command(ctx, "cleanup"); err != nil {
 		return fmt.Errorf("cleanup: %w\n%s", err, tailOf([]byte(out), 600))
@@ -333,6 +337,11 @@ func gitlabStages(ctx context.Context, cfg *config, n *node, ws *workspace, sec 
 		})
 	}
 	sec.tabs = append(sec.tabs, t)
+	if builds != nil {
+		sec.tabs = append(sec.tabs, builds)
+	} else {
+		sec.notes = append(sec.notes, buildsNote)
+	}
 	sec.notes = append(sec.notes, "GitLab driver: `tether gitlab` called as GitLab Runner's Custom executor calls it (each stage a new process; runner environment as test/e2e's stand-in sets it; gitlab-helper-image none): prepare (which starts the job's stage agent), run_exec `tether-stage` (through the agent) or `tether gitlab run` (without it), cleanup. "+
 		"The echo job is prepare, prepare_script, get_sources, step_script (`echo hello`), cleanup_file_variables (all four through the agent) and cleanup; its requests are the audit log's entries (one per request) about its pod or the identity's access reviews, in its time windows, by User-Agent, verb and resource. "+
 		"The trivial stages run in the same pod between step_script and cleanup, interleaved: through the agent, the agent's part alone, `tether-stage --version`, `tether-stage` against a stub agent (the harness, answering exit code 0 at once), without the agent (`tether gitlab run` as tether-stage's fallback runs it, so that the agent stays), `tether version`.")

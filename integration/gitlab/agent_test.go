@@ -34,7 +34,7 @@ var agentBins = sync.OnceValues(func() (string, error) {
 	if _, err := testbin.Build(ctx, dir, "tether", testbin.Client); err != nil {
 		return "", err
 	}
-	if _, err := testbin.Build(ctx, dir, "tether-stage", "github.com/tether-ci/tether/cmd/tether-stage"); err != nil {
+	if _, err := testbin.BuildStage(ctx, dir); err != nil {
 		return "", err
 	}
 	return dir, nil

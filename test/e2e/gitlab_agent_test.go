@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -19,27 +20,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tether-ci/tether/integration/gitlab/stage"
+	"github.com/tether-ci/tether/internal/testing/testbin"
 )
 
 // tetherStageCLI builds tether-stage once per test process, beside the
-// tether CLI (where it finds tether to fall back to).
+// tether CLI (where it finds tether to fall back to), as `make build` does:
+// the C build when a C compiler is found (in CI, always).
 var tetherStageCLI = sync.OnceValues(func() (string, error) {
 	cli, err := tetherCLI()
 	if err != nil {
 		return "", err
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(filepath.Dir(cli), "tether-stage")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/tether-stage")
-	cmd.Dir = filepath.Join(wd, "..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build tether-stage: %w\n%s", err, out)
-	}
-	return bin, nil
+	return testbin.BuildStage(context.Background(), filepath.Dir(cli))
 })
 
 // stageOnly returns a directory holding a copy of tether-stage and no

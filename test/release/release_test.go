@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"debug/macho"
 	"encoding/hex"
 	"errors"
@@ -170,8 +171,9 @@ func TestReleaseFilesAndChecksums(t *testing.T) {
 	}
 }
 
-// Each binary is for its platform and static; those this machine can run
-// (natively or under qemu-user-static) report the release's version, and the
+// Each binary is for its platform and static (tether-stage the C build on
+// linux/amd64); those this machine can run (natively or under
+// qemu-user-static) report the release's version, and the
 // CLI defaults --helper-image to the release's shim image.
 func TestReleaseBinaries(t *testing.T) {
 	d := release(t)
@@ -181,6 +183,8 @@ func TestReleaseBinaries(t *testing.T) {
 		{"tether-pool", "linux", "amd64"}, {"tether-pool", "linux", "arm64"},
 		{"tether-pool", "darwin", "amd64"}, {"tether-pool", "darwin", "arm64"},
 		{"tether-shim", "linux", "amd64"}, {"tether-shim", "linux", "arm64"},
+		{"tether-stage", "linux", "amd64"}, {"tether-stage", "linux", "arm64"},
+		{"tether-stage", "darwin", "amd64"}, {"tether-stage", "darwin", "arm64"},
 	} {
 		path := filepath.Join(d, p.name+"-"+version+"-"+p.os+"-"+p.arch)
 		b, err := os.ReadFile(path)
@@ -208,6 +212,21 @@ func TestReleaseBinaries(t *testing.T) {
 		t.Errorf("tether run --help does not show --helper-image %s:\n%s", want, help)
 	}
 	for _, arch := range []string{"amd64", "arm64"} {
+		stage := filepath.Join(d, "tether-stage-"+version+"-linux-"+arch)
+		argv := emulated(t, arch, stage)
+		if out := run(t, argv[0], append(argv[1:], "--version")...); out != "tether-stage "+version+"\n" {
+			t.Errorf("linux/%s tether-stage --version: %q", arch, out)
+		}
+	}
+	// On linux/amd64 tether-stage is the C build (scripts/build-stage.sh),
+	// which CI's machine can always make: not a Go program.
+	if runtime.GOARCH == "amd64" && hasCC() {
+		stage := filepath.Join(d, "tether-stage-"+version+"-linux-amd64")
+		if _, err := buildinfo.ReadFile(stage); err == nil {
+			t.Errorf("%s is the Go build, with a C compiler here: want the C build", stage)
+		}
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
 		shim := filepath.Join(d, "tether-shim-"+version+"-linux-"+arch)
 		argv := emulated(t, arch, shim)
 		if out := run(t, argv[0], append(argv[1:], "--version")...); out != "tether-shim "+version+"\n" {
@@ -217,6 +236,16 @@ func TestReleaseBinaries(t *testing.T) {
 			t.Errorf("linux/%s tether-shim --help printed no usage on stdout: %q", arch, out)
 		}
 	}
+}
+
+// hasCC reports whether a C compiler (cc, gcc) is on PATH.
+func hasCC() bool {
+	for _, cc := range []string{"cc", "gcc"} {
+		if _, err := exec.LookPath(cc); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // qemuNames are qemu-user-static's program names by GOARCH.
