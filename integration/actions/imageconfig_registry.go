@@ -96,7 +96,7 @@ func (c *registryClient) imageConfig(ctx context.Context, os, arch string) (*ima
 	if err := json.Unmarshal(body, &manifest); err != nil {
 		return nil, fmt.Errorf("the image manifest is not JSON: %w", err)
 	}
-	if !digestPattern.MatchString(manifest.Config.Digest) {
+	if !validDigest(manifest.Config.Digest) {
 		return nil, fmt.Errorf("the image manifest's config digest %q is not a sha256 digest", manifest.Config.Digest)
 	}
 	resp, err := c.get(ctx, "blobs/"+manifest.Config.Digest, nil)

@@ -42,13 +42,14 @@ func TestParseImageRef(t *testing.T) {
 		{"localhost/a", imageRef{"localhost", "a", "latest"}},
 		{"127.0.0.1:5000/a@" + d, imageRef{"127.0.0.1:5000", "a", d}},
 		{"ghcr.io/o/a:v1@" + d, imageRef{"ghcr.io", "o/a", d}},
+		{"ghcr.io/my_org/a__b.c-d--e:V1.0_x", imageRef{"ghcr.io", "my_org/a__b.c-d--e", "V1.0_x"}},
 	} {
 		got, err := parseImageRef(tc.image)
 		if err != nil || got != tc.want {
 			t.Errorf("parseImageRef(%q) = %+v, %v; want %+v", tc.image, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "Upper/case", "a//b", "ghcr.io/o/a:bad tag", "a@sha256:12", "a:"} {
+	for _, bad := range []string{"", "Upper/case", "a//b", "ghcr.io/o/a:bad tag", "a@sha256:12", "a:", "a___b", "_a", "a.", "a:.t", "a@sha256:" + strings.Repeat("G", 64)} {
 		if r, err := parseImageRef(bad); err == nil {
 			t.Errorf("parseImageRef(%q) = %+v, want an error", bad, r)
 		}
