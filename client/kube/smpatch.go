@@ -18,8 +18,9 @@ import (
 // null deletes, lists with a merge key merge element by element (their
 // order as the API server orders them), lists of scalars with the merge
 // strategy are merged sets, other lists are replaced; the directives
-// $patch (replace, delete), $retainKeys and $deleteFromPrimitiveList/ are
-// applied and $setElementOrder/ is refused. A differential test holds it
+// $patch (replace, delete), $retainKeys, $setElementOrder/ and
+// $deleteFromPrimitiveList/ are applied ($patch: merge in a list is
+// refused, as the API server refuses it). A differential test holds it
 // to apimachinery's implementation, which tether does not link (it brings
 // the OpenAPI and protobuf libraries into every start).
 
@@ -134,10 +135,8 @@ func mergeObject(orig, patch map[string]any, s mergeSchema) (map[string]any, err
 	if err := retainKeys(orig, patch); err != nil {
 		return nil, err
 	}
-	for k := range patch {
-		if strings.HasPrefix(k, smSetOrder) {
-			return nil, fmt.Errorf("the directive %q %w", k, errUnsupportedDirective)
-		}
+	if err := setElementOrders(orig, patch, s); err != nil {
+		return nil, err
 	}
 	// The directive $deleteFromPrimitiveList/k sorts before k: a patch
 	// that deletes and adds in one list deletes first.
@@ -388,6 +387,7 @@ func listKind(lists ...[]any) (reflect.Kind, error) {
 func deleteValues(cur, del []any) []any {
 	gone := map[any]bool{}
 	for _, v := range del {
+		hashable(v)
 		gone[v] = true
 	}
 	out := make([]any, 0, len(cur))
@@ -503,6 +503,7 @@ func findByKey(l []any, mergeKey string, value any) (map[string]any, int, bool, 
 func splitScalars(merged, patch []any) (fromPatch, serverOnly []any) {
 	in := map[any]bool{}
 	for _, v := range patch {
+		hashable(v)
 		in[v] = true
 	}
 	fromPatch = make([]any, 0, len(merged))
@@ -637,4 +638,141 @@ func indexIn(l []any, v any, mergeKey string, kind reflect.Kind) int {
 		}
 	}
 	return -1
+}
+
+// setElementOrders applies the patch's $setElementOrder/ directives: each
+// merges its list (if the patch has it) and orders the result: the
+// directive's elements in its order, orig's others where orig had them.
+// The directive and its list leave the patch.
+func setElementOrders(orig, patch map[string]any, s mergeSchema) error {
+	var keys []string
+	for k := range patch {
+		if strings.HasPrefix(k, smSetOrder) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		order, ok := patch[k].([]any)
+		delete(patch, k)
+		if !ok {
+			return fmt.Errorf("the directive %q: want a list", k)
+		}
+		prefix, key, found := strings.Cut(k, "/")
+		if !found || prefix != smSetOrder {
+			return fmt.Errorf("the directive %q: want %s/FIELD", k, smSetOrder)
+		}
+		ov, inOrig := orig[key]
+		pv, inPatch := patch[key]
+		var origList, patchList []any
+		if inOrig {
+			if origList, ok = ov.([]any); !ok {
+				return fmt.Errorf("%s: the object's %q is not a list", k, key)
+			}
+		}
+		if inPatch {
+			if patchList, ok = pv.([]any); !ok {
+				return fmt.Errorf("%s: the patch's %q is not a list", k, key)
+			}
+		}
+		sub, fp, err := s.elem(key)
+		if err != nil {
+			return err
+		}
+		if err := checkOrder(patchList, order, fp.mergeKey); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		var merged []any
+		switch {
+		case inOrig && !inPatch:
+			merged = origList
+		case !inOrig && inPatch:
+			v, _ := withoutDirectives(patchList)
+			merged = v.([]any)
+		case inOrig && inPatch:
+			if fp.strategy != "merge" {
+				merged = patchList
+			} else if merged, err = mergeList(origList, patchList, sub, fp.mergeKey, false); err != nil {
+				return fmt.Errorf("list %q: %w", key, err)
+			}
+		default:
+			continue
+		}
+		var fromOrder, serverOnly []any
+		if fp.mergeKey == "" {
+			fromOrder, serverOnly = splitScalars(merged, order)
+		} else if fromOrder, serverOnly, err = splitObjects(merged, order, fp.mergeKey); err != nil {
+			return err
+		}
+		kind, err := listKind(origList, patchList)
+		if err != nil {
+			return err
+		}
+		if orig[key], err = orderMerged(fromOrder, serverOnly, order, origList, fp.mergeKey, kind); err != nil {
+			return err
+		}
+		delete(patch, key)
+	}
+	return nil
+}
+
+// checkOrder checks that the patch's list (without its $patch: delete
+// elements) has its elements in the $setElementOrder list's order.
+func checkOrder(patchList, order []any, mergeKey string) error {
+	if len(order) == 0 || len(patchList) == 0 {
+		return nil
+	}
+	items := patchList
+	if mergeKey != "" {
+		items = nil
+		for _, v := range patchList {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return fmt.Errorf("an element of a list of objects is not an object")
+			}
+			if m[smDirective] != "delete" {
+				items = append(items, v)
+			}
+		}
+	}
+	p, o := 0, 0
+	for p < len(items) && o < len(order) {
+		if m, ok := items[p].(map[string]any); ok {
+			if _, ok := m[smDirective]; ok {
+				p++
+				continue
+			}
+		}
+		same, err := sameElement(items[p], order[o], mergeKey)
+		if err != nil {
+			return err
+		}
+		if same {
+			p++
+		}
+		o++
+	}
+	if p < len(items) {
+		return fmt.Errorf("the patch's list is not in the order of the directive's, or has elements it lacks")
+	}
+	return nil
+}
+
+// sameElement reports whether a and b are one element of a list: equal
+// scalars, or objects of equal merge keys.
+func sameElement(a, b any, mergeKey string) (bool, error) {
+	if mergeKey == "" {
+		return eq(a, b), nil
+	}
+	ma, okA := a.(map[string]any)
+	mb, okB := b.(map[string]any)
+	if !okA || !okB {
+		return false, fmt.Errorf("an element of a list of objects is not an object")
+	}
+	ka, okA := ma[mergeKey]
+	kb, okB := mb[mergeKey]
+	if !okA || !okB {
+		return false, fmt.Errorf("an element has no merge key %q", mergeKey)
+	}
+	return eq(ka, kb), nil
 }
