@@ -175,6 +175,7 @@ var diffCorpus = []string{
 	`spec: {$setElementOrder/containers: [{a: 1}]}`,
 	`spec: {$setElementOrder/bogus: []}`,
 	`spec: {$setElementOrderX/containers: []}`,
+	`metadata: {$setElementOrder/FINALIZERS: [x], $deleteFromPrimitiveList/Finalizers: [a/one]}`,
 	`metadata: {$setElementOrder/finalizers: [{a: 1}]}`,
 	// Type changes and edge cases.
 	`spec: {nodeSelector: "text"}`,

@@ -87,8 +87,18 @@ func mergeStrategy(tag string) (string, error) {
 
 // jsonField returns the field of struct t that encoding/json reads the
 // key name into: the shallowest one, fields of embedded structs without a
-// JSON name counting as the embedding struct's own.
+// JSON name counting as the embedding struct's own; a name that is no
+// field's matches a field whose name equals it but for case.
 func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	if f, ok := findJSONField(t, func(n string) bool { return n == name }); ok {
+		return f, true
+	}
+	return findJSONField(t, func(n string) bool { return strings.EqualFold(n, name) })
+}
+
+// findJSONField returns the shallowest field of struct t whose JSON name
+// matches.
+func findJSONField(t reflect.Type, match func(string) bool) (reflect.StructField, bool) {
 	level := []reflect.Type{t}
 	seen := map[reflect.Type]bool{}
 	for len(level) > 0 {
@@ -121,7 +131,7 @@ func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
 				if n == "" {
 					n = f.Name
 				}
-				if n == name {
+				if match(n) {
 					found = append(found, f)
 				}
 			}
