@@ -133,12 +133,26 @@ func Claim(ctx context.Context, cs kubeapi.Interface, req ClaimRequest) (claimed
 	if req.Connect != nil && req.Connect.Config == nil {
 		return nil, errors.New("kube: ClaimRequest.Connect needs a Config to attach with")
 	}
+	if req.Spec.Namespace == "" {
+		_, err := req.Spec.withDefaults()
+		return nil, err // the namespace is required
+	}
+	// The list goes out first; the spec's defaults (the pod's random
+	// name), the hash (a Build of the pod), the job and the attach's
+	// connection (predial.go, its TLS settings read again) are made while
+	// it is under way. A spec that proves invalid cancels it.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	listed := make(chan idleList, 1)
+	go func() {
+		sel := labels.SelectorFromSet(labels.Set{LabelPool: req.Pool, LabelWarm: WarmIdle}).String()
+		list, err := cs.CoreV1().Pods(req.Spec.Namespace).List(lctx, metav1.ListOptions{LabelSelector: sel})
+		listed <- idleList{list, err}
+	}()
 	s, err := req.Spec.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	// The list goes out first; the hash (a Build of the pod), the job and
-	// the attach's connection (predial.go) are made while it is under way.
 	var pd *predial
 	if req.Connect != nil {
 		pd = startPredial(ctx, req.Connect.Config)
@@ -148,14 +162,6 @@ func Claim(ctx context.Context, cs kubeapi.Interface, req ClaimRequest) (claimed
 			}
 		}()
 	}
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	listed := make(chan idleList, 1)
-	go func() {
-		sel := labels.SelectorFromSet(labels.Set{LabelPool: req.Pool, LabelWarm: WarmIdle}).String()
-		list, err := cs.CoreV1().Pods(s.Namespace).List(lctx, metav1.ListOptions{LabelSelector: sel})
-		listed <- idleList{list, err}
-	}()
 	hash, err := PoolHash(req.Spec)
 	if err != nil {
 		return nil, err

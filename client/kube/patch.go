@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 )
 
@@ -61,7 +61,7 @@ func applyPodPatch(pod *corev1.Pod, p *PodPatch) (*corev1.Pod, error) {
 	var out []byte
 	switch typ {
 	case PatchStrategic:
-		out, err = strategicpatch.StrategicMergePatch(orig, patch, corev1.Pod{})
+		out, err = strategicMerge(orig, patch, reflect.TypeFor[corev1.Pod]())
 		if err != nil {
 			return nil, fmt.Errorf("kube: apply the strategic merge pod patch: %w", err)
 		}

@@ -6,13 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"runtime"
 	"strings"
-
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // imageCommand is an image's ENTRYPOINT and CMD, as its config in the
@@ -24,10 +20,11 @@ type imageCommand struct {
 // readImageCommand reads image's ENTRYPOINT and CMD from its registry
 // (the linux image of the hook's own architecture where the image is an
 // index), with the credentials of dockerConfig (a .dockerconfigjson, nil
-// for none) for the image's registry. A registry on localhost or 127.0.0.1
-// is spoken to over plain HTTP, as the container runtime does.
+// for none) for the image's registry. A registry on localhost, a loopback
+// or a private (RFC 1918) address is spoken to over plain HTTP, as the
+// container runtime does for localhost.
 func readImageCommand(ctx context.Context, image string, dockerConfig []byte) (imageCommand, error) {
-	ref, err := name.ParseReference(image)
+	ref, err := parseImageRef(image)
 	if err != nil {
 		return imageCommand{}, fmt.Errorf("the image name %q: %w", image, err)
 	}
@@ -35,14 +32,10 @@ func readImageCommand(ctx context.Context, image string, dockerConfig []byte) (i
 	if err != nil {
 		return imageCommand{}, err
 	}
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(keys),
-		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
+	c := &registryClient{http: &http.Client{}, ref: ref, cred: keys.lookup(ref.registry)}
+	cfg, err := c.imageConfig(ctx, "linux", runtime.GOARCH)
 	if err != nil {
-		return imageCommand{}, fmt.Errorf("read the image %s from its registry %s: %w", image, ref.Context().RegistryStr(), err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return imageCommand{}, fmt.Errorf("read the config of the image %s: %w", image, err)
+		return imageCommand{}, fmt.Errorf("read the image %s from its registry %s: %w", image, ref.registry, err)
 	}
 	return imageCommand{Entrypoint: cfg.Config.Entrypoint, Cmd: cfg.Config.Cmd}, nil
 }
@@ -74,9 +67,11 @@ func stepArgv(entryPoint string, args []string, image func() (imageCommand, erro
 	return argv, nil
 }
 
-// dockerAuths is a .dockerconfigjson's credentials by registry host, as an
-// authn.Keychain.
-type dockerAuths map[string]authn.AuthConfig
+// registryCredential is a user name and password for a registry.
+type registryCredential struct{ user, pass string }
+
+// dockerAuths is a .dockerconfigjson's credentials by registry host.
+type dockerAuths map[string]registryCredential
 
 // parseAuths reads the credentials of a .dockerconfigjson (nil: none).
 func parseAuths(config []byte) (dockerAuths, error) {
@@ -101,18 +96,17 @@ func parseAuths(config []byte) (dockerAuths, error) {
 			}
 			user, pass, _ = strings.Cut(string(b), ":")
 		}
-		keys[registryHost(server)] = authn.AuthConfig{Username: user, Password: pass}
+		keys[registryHost(server)] = registryCredential{user: user, pass: pass}
 	}
 	return keys, nil
 }
 
-// Resolve returns the credentials of the resource's registry, else
-// anonymous access.
-func (d dockerAuths) Resolve(r authn.Resource) (authn.Authenticator, error) {
-	if a, ok := d[registryHost(r.RegistryStr())]; ok {
-		return authn.FromConfig(a), nil
+// lookup returns the credentials of registry, nil for anonymous access.
+func (d dockerAuths) lookup(registry string) *registryCredential {
+	if c, ok := d[registryHost(registry)]; ok && (c.user != "" || c.pass != "") {
+		return &c
 	}
-	return authn.Anonymous, nil
+	return nil
 }
 
 // registryHost is the host (and port) of a registry as a .dockerconfigjson
@@ -122,7 +116,7 @@ func registryHost(server string) string {
 	s, _, _ = strings.Cut(s, "/")
 	switch s = strings.ToLower(s); s {
 	case "docker.io", "registry-1.docker.io", "index.docker.io":
-		return name.DefaultRegistry
+		return dockerHubRegistry
 	}
 	return s
 }
