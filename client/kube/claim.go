@@ -44,7 +44,8 @@ type ClaimRequest struct {
 	// a pod another job claimed first is closed), and the first Connect of
 	// the returned Pod's first Transport takes that session. The pod's
 	// PodDisruptionBudget is then created in the background once that
-	// session delivered its first bytes, at most a second after the claim,
+	// session carried the job's first output (or any record past the
+	// shim's answers and a script's begin), at most a second after the claim,
 	// so that its request is not in the way of the job's start
 	// (Pod.Protected waits for it; Pod.Delete does). Nil: Claim
 	// returns once the pod is claimed and protected, for a caller that
@@ -220,7 +221,7 @@ func Claim(ctx context.Context, cs kubeapi.Interface, req ClaimRequest) (claimed
 			case req.Connect != nil:
 				var started <-chan struct{}
 				if pending != nil {
-					started = pending.delivered
+					started = pending.started
 				}
 				p.protecting = startProtect(ctx, cs, got, started, log)
 			default:

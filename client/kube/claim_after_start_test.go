@@ -24,8 +24,9 @@ func budgets(t *testing.T, fc *fake.Clientset, ns string) int {
 	return len(l.Items)
 }
 
-// A claimed pod's budget is created once the job's attach delivered its
-// first bytes, not while the API server connects that attach.
+// A claimed pod's budget is created once the job's first output came,
+// not while the API server connects the job's attach or the shim starts
+// its first script.
 func TestProtectWaitsForTheJobsFirstBytes(t *testing.T) {
 	pod := warmRunning(t, poolSpec(), "small", time.Now())
 	fc := fake.NewClientset(pod)
@@ -69,25 +70,53 @@ func TestProtectDoesNotWaitForeverForTheJobsFirstBytes(t *testing.T) {
 	}
 }
 
-// firstBytesConn tells once its connection delivered data, not before.
-func TestFirstBytesConn(t *testing.T) {
-	r, w := io.Pipe()
-	c := &firstBytesConn{Conn: pipeConn{r}, delivered: make(chan struct{})}
-	go func() { _, _ = w.Write([]byte("x")) }()
-	select {
-	case <-c.delivered:
-		t.Fatal("delivered before any Read returned data")
-	case <-time.After(20 * time.Millisecond):
+// jobStartConn tells once the shim's stream carries the job's first
+// output (or any record past the shim's answers and a script's begin),
+// however the reads split it, and not before.
+func TestJobStartConn(t *testing.T) {
+	answers := `r - {"seq":0}` + "\n" + `h 0 {"version":3}` + "\n" + `a - {}` + "\n" + `b 40 {"script":"/tether/files/00-echo.sh"}` + "\n"
+	for _, c := range []struct {
+		name    string
+		reads   []string
+		started int // the read after which started is closed; -1 never
+	}{
+		{"answers, then output", []string{answers, "o 90 hello\n"}, 1},
+		{"all in one read", []string{answers + "o 90 hello\n"}, 0},
+		{"a partial line", []string{answers, "p 90 hel"}, 1},
+		{"a block record", []string{answers, "d 90 5\nhello\n"}, 1},
+		{"a script that prints nothing", []string{answers, `s 90 {"exit":0}` + "\n"}, 1},
+		{"the type byte in a read of its own", []string{answers[:10], answers[10:], "o", " 90 hello\n"}, 2},
+		{"answers only", []string{answers[:7], answers[7:]}, -1},
+		{"an answer's payload holds record letters", []string{`r - {"o":"d"}` + "\n"}, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, w := io.Pipe()
+			js := newJobStartConn(pipeConn{r})
+			go func() {
+				for _, s := range c.reads {
+					_, _ = w.Write([]byte(s))
+				}
+				_ = w.Close()
+			}()
+			buf := make([]byte, 4096)
+			for i, want := range c.reads {
+				n, err := js.Read(buf)
+				if err != nil || string(buf[:n]) != want {
+					t.Fatalf("read %d = %q, %v; want %q (the wrapper passes the bytes on as they are)", i, buf[:n], err, want)
+				}
+				select {
+				case <-js.started:
+					if c.started < 0 || i < c.started {
+						t.Fatalf("started after read %d, want %d", i, c.started)
+					}
+				default:
+					if c.started >= 0 && i >= c.started {
+						t.Fatalf("not started after read %d", i)
+					}
+				}
+			}
+		})
 	}
-	if n, err := c.Read(make([]byte, 8)); n != 1 || err != nil {
-		t.Fatalf("Read = %d, %v", n, err)
-	}
-	select {
-	case <-c.delivered:
-	default:
-		t.Fatal("not delivered after a Read returned data")
-	}
-	_ = w.Close()
 }
 
 // pipeConn is a client.Conn reading from a pipe.

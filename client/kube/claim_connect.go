@@ -29,45 +29,34 @@ type ClaimConnect struct {
 // update made the pod the job's: the first Connect of the pod's Transport
 // takes it. No byte is written to it before that Connect.
 type pendingAttach struct {
-	cancel    context.CancelFunc
-	done      chan struct{} // closed once conn or err is set
-	delivered chan struct{} // closed once conn delivered its first bytes
-	conn      client.Conn
-	err       error
-	once      sync.Once // abandon
+	cancel  context.CancelFunc
+	done    chan struct{} // closed once conn or err is set
+	started chan struct{} // closed once conn carried the job's first output (jobStartConn)
+	conn    client.Conn
+	err     error
+	once    sync.Once // abandon
 }
 
 // afterStartWait bounds how long the requests a claimed pod's job makes
 // beside it (its budget's create, its disruption watch) wait for the
-// job's attach to deliver its first bytes: until then the API server is
-// connecting that attach to the kubelet and the runtime, and on a small
-// node every request beside it delays the job's first output.
+// job's first output (jobStartConn): until then the API server connects
+// the attach to the kubelet and the runtime and the shim starts the
+// job's first script, and on a small node every request beside them
+// delays the job's first output.
 const afterStartWait = time.Second
-
-// firstBytesConn closes delivered once a Read returned data.
-type firstBytesConn struct {
-	client.Conn
-	delivered chan struct{}
-	once      sync.Once
-}
-
-func (c *firstBytesConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		c.once.Do(func() { close(c.delivered) })
-	}
-	return n, err
-}
 
 // startAttach opens an attach session through t in the background.
 func startAttach(ctx context.Context, t *Transport, cs kubeapi.Interface) *pendingAttach {
 	ctx, cancel := context.WithCancel(ctx)
-	pa := &pendingAttach{cancel: cancel, done: make(chan struct{}), delivered: make(chan struct{})}
+	pa := &pendingAttach{cancel: cancel, done: make(chan struct{})}
+	js := newJobStartConn(nil)
+	pa.started = js.started
 	go func() {
 		defer close(pa.done)
 		conn, err := t.attach(ctx, cs)
 		if conn != nil {
-			conn = &firstBytesConn{Conn: conn, delivered: pa.delivered}
+			js.Conn = conn
+			conn = js
 		}
 		pa.conn, pa.err = conn, err
 	}()
@@ -112,7 +101,7 @@ type protection struct {
 }
 
 // startProtect creates pod's budget (Protect) in the background once the
-// job's attach delivered its first bytes (or after afterStartWait); a
+// job's first output arrived (or after afterStartWait); a
 // failure is logged as ProtectionWarning, as for a pod that Create
 // protects. The pod was evictable while it waited in its pool: a budget
 // that follows the job's start by a few milliseconds loses nothing.

@@ -89,12 +89,12 @@ func (t *Transport) connectWatched(ctx context.Context, w *disruptionWatch) (cli
 	c, err := t.connect(ctx)
 	if !t.Options.LazyDisruptionWatch {
 		// A claimed pod's watch starts once the attach its claim opened
-		// delivered its first bytes (at most afterStartWait after it is
-		// done with), so that its requests are not in the way of the
-		// job's start (for any other pod it began with Run).
-		if fb, ok := c.(*firstBytesConn); ok {
+		// carried the job's first output (at most afterStartWait after
+		// it is done with), so that its requests are not in the way of
+		// the job's start (for any other pod it began with Run).
+		if js, ok := c.(*jobStartConn); ok {
 			go func() {
-				waitStarted(fb.delivered)
+				waitStarted(js.started)
 				w.begin()
 			}()
 		} else {
