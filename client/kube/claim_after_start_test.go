@@ -91,7 +91,7 @@ func TestJobStartConn(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, w := io.Pipe()
-			js := newJobStartConn(pipeConn{r})
+			js := &jobStartConn{Conn: pipeConn{r}, started: make(chan struct{})}
 			go func() {
 				for _, s := range c.reads {
 					_, _ = w.Write([]byte(s))

@@ -48,15 +48,12 @@ const afterStartWait = time.Second
 // startAttach opens an attach session through t in the background.
 func startAttach(ctx context.Context, t *Transport, cs kubeapi.Interface) *pendingAttach {
 	ctx, cancel := context.WithCancel(ctx)
-	pa := &pendingAttach{cancel: cancel, done: make(chan struct{})}
-	js := newJobStartConn(nil)
-	pa.started = js.started
+	pa := &pendingAttach{cancel: cancel, done: make(chan struct{}), started: make(chan struct{})}
 	go func() {
 		defer close(pa.done)
 		conn, err := t.attach(ctx, cs)
 		if conn != nil {
-			js.Conn = conn
-			conn = js
+			conn = &jobStartConn{Conn: conn, started: pa.started}
 		}
 		pa.conn, pa.err = conn, err
 	}()

@@ -26,10 +26,6 @@ type jobStartConn struct {
 	midLine bool // the last byte scanned was not a record's end
 }
 
-func newJobStartConn(c client.Conn) *jobStartConn {
-	return &jobStartConn{Conn: c, started: make(chan struct{})}
-}
-
 func (c *jobStartConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
